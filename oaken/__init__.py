@@ -1,0 +1,26 @@
+"""Oaken: local-first mail search. The library is the product; `oaken` the command is a thin layer.
+
+    import oaken
+    oaken.import_mail(["~/Maildir"])
+    response = oaken.search("invoice from:alex after:2024-03-01")
+
+Names are imported lazily so that a keyword search never pays for torch or LanceDB.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+_API = {
+    "import_mail", "set_triage", "status", "search", "open", "show", "sync", "reindex", "load_config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from oaken import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'oaken' has no attribute {name!r}")

@@ -1,0 +1,100 @@
+"""The library API: what `oaken` commands call, and what an email client calls directly.
+
+Each function takes an optional Config (default: the user's config file) and returns plain
+dataclasses or dicts. Heavy parts (sync, indexes, search) are imported only when used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from oaken import config as config_mod
+from oaken.config import Config
+from oaken.importer import ImportReport, import_paths
+from oaken.store import Store, Triage, open_store
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    return config_mod.load(path)
+
+
+def _cfg(config: Config | None) -> Config:
+    return config if config is not None else config_mod.load()
+
+
+def open_raw(config: Config) -> Store:
+    return open_store(config_mod.ensure_data_dir(config))
+
+
+def import_mail(paths: Sequence[str | Path], *, account: str | None = None, config: Config | None = None,
+                progress: Callable[[int], None] | None = None) -> ImportReport:
+    """Import Maildir folders, mbox files or folders of message files into raw.db."""
+    cfg = _cfg(config)
+    name = cfg.account(account) or "local"
+    with open_raw(cfg) as store:
+        return import_paths(store, name, [Path(p).expanduser() for p in paths], progress=progress)
+
+
+def set_triage(message: int, *, category: str | None = None, priority: int | None = None,
+               disposition: str | None = None, config: Config | None = None) -> Triage:
+    """Write a message's triage (an external classifier calls this too)."""
+    cfg = _cfg(config)
+    with open_raw(cfg) as store, store.transaction():
+        return store.set_triage(message, categories=cfg.triage.categories, category=category,
+                                priority=priority, disposition=disposition)
+
+
+def status(*, config: Config | None = None) -> dict[str, Any]:
+    """Counts per account and folder, flagged messages, sizes, and what the indexes hold."""
+    cfg = _cfg(config)
+    data_dir = config_mod.resolve_data_dir(cfg)
+    if not (data_dir / "raw.db").exists():
+        out: dict[str, Any] = {"messages": 0, "accounts": {}, "data_dir": str(data_dir)}
+    else:
+        with open_raw(cfg) as store:
+            out = store.status()
+            out["flagged_messages"] = [
+                {"id": i, "subject": s, "problem": p} for i, s, p in store.flagged_messages()
+            ]
+        out["data_dir"] = str(data_dir)
+    out["index"] = _index_status(cfg)
+    out["vectors"] = _vector_status(cfg)
+    return out
+
+
+def _index_status(cfg: Config) -> dict[str, Any]:
+    try:
+        from oaken.index import keyword
+    except ImportError:
+        return {"state": "not built"}
+    return keyword.status(config_mod.resolve_data_dir(cfg))
+
+
+def _vector_status(cfg: Config) -> dict[str, Any]:
+    try:
+        from oaken.index import coverage
+    except ImportError:
+        return {"coverage": 0.0, "state": "not built"}
+    return coverage.status(cfg)
+
+
+def __getattr__(name: str) -> Any:
+    """search, open, show, sync and reindex live with their parts; they are bound here lazily."""
+    if name in ("search",):
+        from oaken.search import engine
+
+        return engine.search
+    if name in ("open", "show"):
+        from oaken import reader
+
+        return reader.open_message
+    if name == "sync":
+        from oaken.sync import runner
+
+        return runner.sync
+    if name == "reindex":
+        from oaken.index import indexer
+
+        return indexer.reindex
+    raise AttributeError(f"module 'oaken.api' has no attribute {name!r}")

@@ -1,0 +1,258 @@
+"""`oaken`: parses arguments, calls the library, prints the result, turns errors into one line.
+
+Exit codes: 0 done, 1 a failure, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from oaken import config as config_mod
+from oaken.errors import ConfigError, OakenError
+
+
+class UsageError(OakenError):
+    pass
+
+
+def _json(obj: Any) -> str:
+    def default(o: Any) -> Any:
+        if is_dataclass(o):
+            return asdict(o)  # type: ignore[arg-type]
+        if isinstance(o, (set, frozenset, tuple)):
+            return list(o)
+        if isinstance(o, Path):
+            return str(o)
+        raise TypeError(f"not JSON: {type(o).__name__}")
+
+    return json.dumps(obj, default=default, indent=2, ensure_ascii=False)
+
+
+def progress_bar(total: int | None, desc: str) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """A bar on a terminal, nothing when output goes to a file or a pipe."""
+    if not sys.stderr.isatty():
+        return (lambda _n: None), (lambda: None)
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="msg", file=sys.stderr, leave=False)
+    return bar.update, bar.close
+
+
+def _config(args: argparse.Namespace) -> config_mod.Config:
+    cfg = config_mod.load(args.config) if args.config else config_mod.load()
+    from oaken import log
+
+    log.configure(cfg.log)
+    return cfg
+
+
+# ---- commands ------------------------------------------------------------------------------
+
+def cmd_init(args: argparse.Namespace) -> int:
+    import tomli_w
+
+    path = Path(args.config) if args.config else config_mod.config_path()
+    if path.exists() and not args.force:
+        raise UsageError(f"{path}: exists already; pass --force to overwrite it")
+    data: dict[str, Any] = {}
+    if args.host:
+        name = args.account or "main"
+        account: dict[str, Any] = {"host": args.host, "username": args.username or "", "tls": args.tls}
+        if args.port:
+            account["port"] = args.port
+        if args.password_command:
+            account["password_command"] = args.password_command
+        data = {"default_account": name, "accounts": {name: account}}
+    config_mod.from_dict(data, source=str(path))  # refuse to write what we would not load back
+    defaults = config_mod.to_dict(config_mod.Config())
+    out = {**data, **{k: v for k, v in defaults.items() if k not in data}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        tomli_w.dump(out, f)
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from oaken import api, importer
+
+    cfg = _config(args)
+    paths = [Path(p).expanduser() for p in args.paths]
+    total = importer.count(paths) if sys.stderr.isatty() else None
+    update, close = progress_bar(total, "import")
+    try:
+        report = api.import_mail(paths, account=args.account, config=cfg, progress=update)
+    finally:
+        close()
+    if args.json:
+        print(_json(report))
+    else:
+        print(f"{report.seen} messages read, {report.added} new, {report.new_locations} now also in another folder, "
+              f"{report.flagged} flagged (stored raw, not fully readable), {len(report.skipped)} files skipped")
+        for s in report.skipped[:20]:
+            print(f"  skipped {s}")
+        if len(report.skipped) > 20:
+            print(f"  ... and {len(report.skipped) - 20} more")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from oaken import api
+
+    cfg = _config(args)
+    data = api.status(config=cfg)
+    if args.json:
+        print(_json(data))
+        return 0
+    print(f"data directory: {data['data_dir']}")
+    print(f"messages: {data['messages']}")
+    for name, acc in data.get("accounts", {}).items():
+        print(f"account {name}: {acc['messages']} messages, {acc['unread']} unread, {acc['flagged']} flagged, "
+              f"{acc['bytes'] / 1e6:.1f} MB")
+        for fname, f in acc["folders"].items():
+            print(f"  {fname}: {f['messages']}")
+    for f in data.get("flagged_messages", [])[:10]:
+        print(f"flagged {f['id']}: {f['subject'][:50]!r}: {f['problem'][:80]}")
+    fc = data.get("flag_changes")
+    if fc and (fc["pending"] or fc["rejected"]):
+        print(f"flag changes for the server: {fc['pending']} pending, {fc['rejected']} refused by the server")
+    index = data.get("index", {})
+    print("keyword index: " + ", ".join(f"{k} {v}" for k, v in index.items()))
+    vectors = data.get("vectors", {})
+    print("vectors: " + ", ".join(f"{k} {v}" for k, v in vectors.items()))
+    return 0
+
+
+def cmd_triage(args: argparse.Namespace) -> int:
+    from oaken import api
+
+    cfg = _config(args)
+    if args.category is None and args.priority is None and args.disposition is None:
+        raise UsageError("oaken triage: give at least one of --category, --priority, --disposition")
+    result = api.set_triage(args.id, category=args.category, priority=args.priority,
+                            disposition=args.disposition, config=cfg)
+    print(_json(result) if args.json else
+          f"{args.id}: category {result.category}, priority {result.priority}, disposition {result.disposition}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    raise OakenError("oaken show: not available in this build yet")
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    raise OakenError("oaken sync: not available in this build yet")
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    raise OakenError("oaken reindex: not available in this build yet")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    raise OakenError("oaken search: not available in this build yet")
+
+
+# ---- argument parsing ----------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="oaken", description="Local-first mail search.")
+    p.add_argument("--config", help="config file (default: $OAKEN_HOME/config.toml or ~/.config/oaken/config.toml)")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("init", help="write a starting config file")
+    s.add_argument("--force", action="store_true")
+    s.add_argument("--account", help="name of the account to add")
+    s.add_argument("--host")
+    s.add_argument("--port", type=int)
+    s.add_argument("--username")
+    s.add_argument("--tls", default="implicit", choices=["implicit", "starttls", "none"])
+    s.add_argument("--password-command")
+    s.set_defaults(func=cmd_init)
+
+    s = sub.add_parser("import", help="import Maildir folders, mbox files or folders of .eml files")
+    s.add_argument("paths", nargs="+")
+    s.add_argument("--account", help="account to import into (default: default_account, else 'local')")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_import)
+
+    s = sub.add_parser("status", help="what raw.db and the indexes hold")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("triage", help="set a message's category, priority or disposition")
+    s.add_argument("id", type=int)
+    s.add_argument("--category")
+    s.add_argument("--priority", type=int)
+    s.add_argument("--disposition", choices=["inbox", "archived", "discarded"])
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_triage)
+
+    s = sub.add_parser("show", help="print a message and mark it read")
+    s.add_argument("id", type=int)
+    s.add_argument("--peek", action="store_true", help="leave it unread")
+    s.add_argument("--raw", action="store_true", help="print the raw RFC 822 bytes")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_show)
+
+    s = sub.add_parser("sync", help="mirror IMAP folders into raw.db")
+    mode = s.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", help="one pass, then exit (the default)")
+    mode.add_argument("--daemon", action="store_true", help="keep syncing, indexing and answering searches")
+    s.add_argument("--account")
+    s.add_argument("--no-index", action="store_true", help="do not index after syncing")
+    s.set_defaults(func=cmd_sync)
+
+    s = sub.add_parser("reindex", help="bring index.db and the vectors up to date")
+    s.add_argument("--rebuild", action="store_true", help="delete both indexes and build them again")
+    s.add_argument("--keyword-only", action="store_true", help="skip the vectors")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_reindex)
+
+    s = sub.add_parser("search", help="search mail: words, \"phrases\", -exclusions, from: after: label: ...")
+    s.add_argument("query", nargs="*")
+    s.add_argument("--account")
+    s.add_argument("--limit", type=int, default=10)
+    s.add_argument("--offset", type=int, default=0)
+    s.add_argument("--sort", choices=["relevance", "date"], default="relevance")
+    s.add_argument("--thread", type=int)
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--explain", action="store_true")
+    s.add_argument("--no-daemon", action="store_true", help="search in this process even if a daemon runs")
+    s.set_defaults(func=cmd_search)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except UsageError as e:
+        print(f"oaken: {e}", file=sys.stderr)
+        return 2
+    except ConfigError as e:
+        print(f"oaken: config: {e}", file=sys.stderr)
+        return 2
+    except OakenError as e:
+        print(f"oaken: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("oaken: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,391 @@
+"""TOML configuration: typed, frozen settings with a default for every key.
+
+Every invalid value is refused with the file, the key, the value and what was expected,
+because a setting silently ignored is worse than one refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import ipaddress
+import os
+import stat
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from oaken.errors import ConfigError
+
+DEFAULT_CATEGORIES = (
+    "work", "personal", "finance", "travel", "shopping", "newsletters", "notifications", "social",
+)
+DISPOSITIONS = ("inbox", "archived", "discarded")
+
+
+def _choice(*values: str) -> dict[str, Any]:
+    return {"choices": values}
+
+
+@dataclass(frozen=True)
+class AccountConfig:
+    """One IMAP account; the table name under [accounts] is its name."""
+
+    name: str = ""
+    host: str = ""
+    port: int = 0  # 0: 993 for implicit TLS, 143 otherwise
+    tls: str = field(default="implicit", metadata=_choice("implicit", "starttls", "none"))
+    allow_plaintext: bool = False
+    ca_file: str | None = None  # extra CA bundle, e.g. a self-signed test server
+    username: str = ""
+    auth: str = field(default="password", metadata=_choice("password", "xoauth2", "oauthbearer"))
+    password: str | None = None  # plaintext: refused unless the file is private (chmod 600)
+    password_command: str | None = None
+    password_env: str | None = None
+    password_file: str | None = None
+    oauth2_token_command: str | None = None
+    folders: tuple[str, ...] = ("*",)
+    exclude: tuple[str, ...] = ()  # besides the \Junk and \Trash special-use folders
+    batch_size: int = 500
+    timeout_seconds: float = 60.0
+
+    @property
+    def effective_port(self) -> int:
+        if self.port:
+            return self.port
+        return 993 if self.tls == "implicit" else 143
+
+
+@dataclass(frozen=True)
+class PathsConfig:
+    data_dir: str | None = None  # default: $OAKEN_HOME, else $XDG_DATA_HOME/oaken
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    rrf_k: int = 60
+    keyword_weight: float = 1.0
+    vector_weight: float = 1.0
+    exact_boost: float = 3.0
+    keyword_min_match: float = 0.5
+    overfetch: int = 5
+    max_candidates: int = 500
+    vector_timeout_seconds: float = 10.0
+    llm_rewrite: bool = False
+    rewrite_command: str | None = None
+    rewrite_timeout_seconds: float = 5.0
+    # Best cosine similarity under which a search with no strong keyword hit is low_confidence,
+    # per embedder model; calibrated by `python -m oaken.evals retrieval`.
+    low_confidence_cosine: Mapping[str, float] = field(
+        default_factory=lambda: {"all-MiniLM-L6-v2": 0.35, "concept": 0.5}
+    )
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    chunk_target_tokens: int = 128
+    chunk_max_tokens: int = 256
+    batch_size: int = 500
+    # bm25 column weights: subject, sender, recipients, body (the author's words), quoted text,
+    # attachment names.
+    weight_subject: float = 4.0
+    weight_sender: float = 2.0
+    weight_recipients: float = 1.0
+    weight_body: float = 1.0
+    weight_quoted: float = 0.2
+    weight_attachments: float = 1.0
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    model: str = field(default="all-MiniLM-L6-v2", metadata=_choice("all-MiniLM-L6-v2", "concept", "none"))
+    backend: str = "auto"
+    threads: int = 0  # 0: every core
+    batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class TriageConfig:
+    categories: tuple[str, ...] = DEFAULT_CATEGORIES
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    idle_folders: tuple[str, ...] = ("INBOX",)
+    poll_seconds: float = 300.0
+    max_backoff_seconds: float = 300.0
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    format: str = field(default="console", metadata=_choice("console", "json"))
+    level: str = field(default="info", metadata=_choice("debug", "info", "warning", "error"))
+    file: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    default_account: str | None = None
+    accounts: Mapping[str, AccountConfig] = field(default_factory=dict)
+    paths: PathsConfig = PathsConfig()
+    search: SearchConfig = SearchConfig()
+    index: IndexConfig = IndexConfig()
+    embedder: EmbedderConfig = EmbedderConfig()
+    triage: TriageConfig = TriageConfig()
+    daemon: DaemonConfig = DaemonConfig()
+    log: LogConfig = LogConfig()
+    source: str | None = None  # the file this was read from, if any
+
+    @property
+    def data_dir(self) -> Path:
+        return resolve_data_dir(self)
+
+    def account(self, name: str | None = None) -> str | None:
+        """The account a command covers: the one named, else default_account, else the only one."""
+        if name:
+            return name
+        if self.default_account:
+            return self.default_account
+        if len(self.accounts) == 1:
+            return next(iter(self.accounts))
+        return None
+
+
+_SECTIONS: dict[str, type] = {
+    "paths": PathsConfig,
+    "search": SearchConfig,
+    "index": IndexConfig,
+    "embedder": EmbedderConfig,
+    "triage": TriageConfig,
+    "daemon": DaemonConfig,
+    "log": LogConfig,
+}
+_TOP_KEYS = ("default_account", "accounts", *_SECTIONS)
+
+
+def config_path() -> Path:
+    """$OAKEN_HOME/config.toml, else the XDG config home's oaken/config.toml."""
+    home = os.environ.get("OAKEN_HOME")
+    if home:
+        return Path(home) / "config.toml"
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(xdg) / "oaken" / "config.toml"
+
+
+def resolve_data_dir(config: Config) -> Path:
+    if config.paths.data_dir:
+        return Path(config.paths.data_dir).expanduser()
+    home = os.environ.get("OAKEN_HOME")
+    if home:
+        return Path(home)
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "oaken"
+
+
+def ensure_data_dir(config: Config) -> Path:
+    """Create the data directory 0700: it holds every message of the user's mailbox."""
+    path = resolve_data_dir(config)
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+def load(path: str | Path | None = None) -> Config:
+    """Read the config file; a missing file at the default place means every default."""
+    explicit = path is not None
+    p = Path(path) if path is not None else config_path()
+    if not p.exists():
+        if explicit:
+            raise ConfigError(f"{p}: no such config file; `oaken init` writes one")
+        return Config()
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{p}: cannot be read: {e}") from None
+    config = from_dict(data, source=str(p))
+    _check_secret_file_mode(p, config)
+    return config
+
+
+def from_dict(data: Mapping[str, Any], source: str = "<config>") -> Config:
+    """Validate a parsed TOML document into a Config."""
+    _check_keys(source, "", data, _TOP_KEYS)
+    kwargs: dict[str, Any] = {"source": source}
+    if "default_account" in data:
+        kwargs["default_account"] = _convert(source, "default_account", data["default_account"], str)
+    for name, cls in _SECTIONS.items():
+        if name in data:
+            kwargs[name] = _build(source, f"[{name}]", cls, data[name])
+    accounts: dict[str, AccountConfig] = {}
+    raw_accounts = data.get("accounts", {})
+    if not isinstance(raw_accounts, dict):
+        raise ConfigError(f"{source}: accounts: expected tables [accounts.NAME], got {raw_accounts!r}")
+    for name, table in raw_accounts.items():
+        where = f"[accounts.{name}]"
+        account = _build(source, where, AccountConfig, table, extra={"name": name})
+        _check_account(source, where, account)
+        accounts[name] = account
+    kwargs["accounts"] = accounts
+    config = Config(**kwargs)
+    _check_config(source, config)
+    return config
+
+
+def _check_keys(source: str, where: str, data: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    for key in data:
+        if key not in known:
+            near = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; known keys: {', '.join(known)}"
+            prefix = f"{where} " if where else ""
+            raise ConfigError(f"{source}: {prefix}unknown key {key!r}{hint}")
+
+
+def _build(source: str, where: str, cls: type, table: Any, extra: dict[str, Any] | None = None) -> Any:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: {where}: expected a table, got {table!r}")
+    names = tuple(f.name for f in fields(cls) if f.name != "name" or extra is None)
+    _check_keys(source, where, table, names)
+    kwargs: dict[str, Any] = dict(extra or {})
+    for f in fields(cls):
+        if f.name not in table:
+            continue
+        value = _convert(source, f"{where} {f.name}", table[f.name], f.type)
+        choices = f.metadata.get("choices")
+        if choices and value not in choices:
+            raise ConfigError(
+                f"{source}: {where} {f.name}: expected one of {', '.join(map(repr, choices))}, got {value!r}"
+            )
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+def _convert(source: str, key: str, value: Any, typ: Any) -> Any:
+    t = typ if isinstance(typ, str) else typ.__name__  # annotations are strings here
+
+    def bad(expected: str) -> ConfigError:
+        return ConfigError(f"{source}: {key}: expected {expected}, got {value!r}")
+
+    if t in ("str", "str | None"):
+        if not isinstance(value, str):
+            raise bad("a string")
+        return value
+    if t == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("an integer")
+        if value < 0:
+            raise bad("an integer of 0 or more")
+        return value
+    if t == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad("a number")
+        if value < 0:
+            raise bad("a number of 0 or more")
+        return float(value)
+    if t == "bool":
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
+    if t.startswith("tuple[str"):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise bad("a list of strings")
+        return tuple(value)
+    if t.startswith("Mapping[str, float]"):
+        if not isinstance(value, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
+        ):
+            raise bad("a table of numbers")
+        return {str(k): float(v) for k, v in value.items()}
+    raise bad(t)  # pragma: no cover - a field type this loader does not know
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_account(source: str, where: str, a: AccountConfig) -> None:
+    if not a.host:
+        raise ConfigError(f"{source}: {where} host: required, e.g. host = \"imap.example.com\"")
+    if not a.username:
+        raise ConfigError(f"{source}: {where} username: required")
+    if a.port > 65535:
+        raise ConfigError(f"{source}: {where} port: expected 1-65535, got {a.port}")
+    if a.tls == "none" and not (a.allow_plaintext or _is_loopback(a.host)):
+        raise ConfigError(
+            f"{source}: {where} tls: \"none\" sends the password in the clear to {a.host}; "
+            "use \"implicit\" or \"starttls\", or set allow_plaintext = true if you mean it"
+        )
+    secrets = [k for k in ("password", "password_command", "password_env", "password_file") if getattr(a, k)]
+    if len(secrets) > 1:
+        raise ConfigError(f"{source}: {where}: give one of {', '.join(secrets)}, not several")
+    if a.auth == "password" and not secrets:
+        raise ConfigError(
+            f"{source}: {where}: no password source; set password_command, password_env or password_file"
+        )
+    if a.auth in ("xoauth2", "oauthbearer") and not a.oauth2_token_command:
+        raise ConfigError(f"{source}: {where} oauth2_token_command: required when auth = {a.auth!r}")
+    if a.batch_size == 0:
+        raise ConfigError(f"{source}: {where} batch_size: expected 1 or more, got 0")
+
+
+def _check_config(source: str, c: Config) -> None:
+    if c.default_account is not None and c.accounts and c.default_account not in c.accounts:
+        raise ConfigError(
+            f"{source}: default_account: {c.default_account!r} is not one of the accounts "
+            f"({', '.join(c.accounts)})"
+        )
+    s = c.search
+    if s.llm_rewrite and not s.rewrite_command:
+        raise ConfigError(f"{source}: [search] rewrite_command: required when llm_rewrite = true")
+    if not 0.0 <= s.keyword_min_match <= 1.0:
+        raise ConfigError(f"{source}: [search] keyword_min_match: expected 0 to 1, got {s.keyword_min_match}")
+    if s.rrf_k == 0 or s.overfetch == 0 or s.max_candidates == 0:
+        raise ConfigError(f"{source}: [search] rrf_k, overfetch and max_candidates must be 1 or more")
+    i = c.index
+    if not 0 < i.chunk_target_tokens <= i.chunk_max_tokens <= 256:
+        raise ConfigError(
+            f"{source}: [index] chunk_target_tokens and chunk_max_tokens: need "
+            f"0 < target <= max <= 256 (the model reads 256 word pieces), got "
+            f"{i.chunk_target_tokens} and {i.chunk_max_tokens}"
+        )
+    if not c.triage.categories:
+        raise ConfigError(f"{source}: [triage] categories: expected at least one category")
+
+
+def _check_secret_file_mode(path: Path, config: Config) -> None:
+    """A file that could hold a password must not be readable by others (like ssh's keys)."""
+    if not config.accounts:
+        return
+    mode = path.stat().st_mode
+    if mode & (stat.S_IRWXG | stat.S_IRWXO) and any(a.password for a in config.accounts.values()):
+        raise ConfigError(
+            f"{path}: holds a password but is readable by others (mode {stat.S_IMODE(mode):o}); "
+            f"run: chmod 600 {path}"
+        )
+
+
+
+def to_dict(config: Config) -> dict[str, Any]:
+    """The config as plain TOML-ready data (None values left out: TOML has no null)."""
+
+    def clean(obj: Any) -> Any:
+        if dataclasses.is_dataclass(obj):
+            return {f.name: clean(getattr(obj, f.name)) for f in fields(obj)
+                    if getattr(obj, f.name) is not None and f.name not in ("name", "source")}
+        if isinstance(obj, Mapping):
+            return {k: clean(v) for k, v in obj.items() if v is not None}
+        if isinstance(obj, tuple):
+            return list(obj)
+        return obj
+
+    out = clean(config)
+    if not out.get("accounts"):
+        out.pop("accounts", None)
+    return out

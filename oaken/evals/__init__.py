@@ -1,0 +1,1 @@
+"""The retrieval eval: `python -m oaken.evals retrieval`."""

@@ -1,0 +1,1 @@
+"""The derived, disposable indexes: index.db (FTS5) and vectors/ (LanceDB)."""

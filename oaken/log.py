@@ -1,0 +1,89 @@
+"""structlog set-up. Secrets never reach a log line: keys that name one are masked, and every
+password or token Oaken reads is registered here so that it is masked wherever it appears."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import structlog
+
+from oaken.config import LogConfig
+
+_SECRET_KEYS = ("password", "passwd", "secret", "token", "authorization", "credential")
+_secrets: set[str] = set()
+MASK = "[redacted]"
+
+
+def register_secret(value: str | None) -> None:
+    """Mask this value in every later log line (a password, an OAuth token)."""
+    if value and len(value) >= 3:
+        _secrets.add(value)
+        stripped = value.strip()
+        if len(stripped) >= 3:
+            _secrets.add(stripped)
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        for secret in _secrets:
+            if secret in value:
+                value = value.replace(secret, MASK)
+        return value
+    if isinstance(value, bytes):
+        return _scrub(value.decode("utf-8", "replace"))
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scrub(v) for v in value)
+    if isinstance(value, BaseException):
+        return _scrub(repr(value))
+    return value
+
+
+def redact(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in event.items():
+        if any(s in key.lower() for s in _SECRET_KEYS) and value is not None:
+            out[key] = MASK
+        else:
+            out[key] = _scrub(value)
+    return out
+
+
+def _scrub_rendered(_logger: Any, _method: str, line: Any) -> Any:
+    """Last line of defence: tracebacks are rendered from frames, after `redact` ran."""
+    return _scrub(line) if isinstance(line, str) else line
+
+
+def configure(config: LogConfig | None = None, stream: Any = None) -> None:
+    config = config or LogConfig()
+    level = getattr(logging, config.level.upper())
+    out = stream
+    if out is None and config.file:
+        out = open(config.file, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    out = out or sys.stderr
+    renderer: Any
+    if config.format == "json":
+        renderer = structlog.processors.JSONRenderer()
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=False)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            redact,
+            renderer,
+            _scrub_rendered,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=out),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get(name: str = "oaken") -> Any:
+    return structlog.get_logger(name)

@@ -1,0 +1,1 @@
+"""Search: the query parser, the two retrievers, fusion and the engine that runs them."""

@@ -1,0 +1,809 @@
+"""raw.db: the source of truth. Every SQL statement against raw.db lives in this module.
+
+Raw RFC 822 bytes, where each message lives (folder, UIDVALIDITY, UID) with its flags, labels,
+threads, triage and the queue of local flag changes. The indexes downstream follow `change_seq`:
+every change to a message (a new location, a flag, a label, triage) bumps it by trigger, and a
+deleted message leaves a tombstone, so an indexer never has to diff the whole store.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import apsw
+
+from oaken import envelope
+from oaken.config import DISPOSITIONS
+from oaken.errors import NotFound, StoreError, TriageError
+
+SEEN = "\\Seen"
+FLAGGED = "\\Flagged"
+
+# Ordered, numbered migrations; a database records the last one applied in user_version.
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("m001_initial", """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO meta VALUES ('seq', 0);
+CREATE TABLE accounts(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE folders(
+    id INTEGER PRIMARY KEY,
+    account_id INTEGER NOT NULL REFERENCES accounts(id),
+    name TEXT NOT NULL,
+    delimiter TEXT,
+    special_use TEXT,
+    uidvalidity INTEGER,
+    uidnext INTEGER,
+    highestmodseq INTEGER,
+    exists_count INTEGER,
+    synced_at REAL,
+    UNIQUE(account_id, name)
+);
+CREATE TABLE messages(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id INTEGER NOT NULL REFERENCES accounts(id),
+    message_id TEXT,
+    content_hash TEXT NOT NULL,
+    raw BLOB NOT NULL,
+    size INTEGER NOT NULL,
+    date INTEGER NOT NULL,
+    date_source TEXT NOT NULL,
+    subject TEXT NOT NULL DEFAULT '',
+    sender_name TEXT NOT NULL DEFAULT '',
+    sender_addr TEXT NOT NULL DEFAULT '',
+    to_addrs TEXT NOT NULL DEFAULT '',
+    cc_addrs TEXT NOT NULL DEFAULT '',
+    in_reply_to TEXT NOT NULL DEFAULT '',
+    refs TEXT NOT NULL DEFAULT '',
+    thread_id INTEGER NOT NULL,
+    problem TEXT,
+    added_at REAL NOT NULL,
+    change_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX messages_identity ON messages(account_id, coalesce(message_id, ''), content_hash);
+CREATE INDEX messages_date ON messages(account_id, date);
+CREATE INDEX messages_thread ON messages(thread_id);
+CREATE INDEX messages_seq ON messages(change_seq);
+CREATE INDEX messages_hash ON messages(account_id, content_hash);
+CREATE TABLE thread_refs(
+    account_id INTEGER NOT NULL,
+    ref TEXT NOT NULL,
+    thread_id INTEGER NOT NULL,
+    PRIMARY KEY(account_id, ref)
+) WITHOUT ROWID;
+CREATE INDEX thread_refs_thread ON thread_refs(thread_id);
+CREATE TABLE thread_subjects(
+    account_id INTEGER NOT NULL,
+    subject TEXT NOT NULL,
+    thread_id INTEGER NOT NULL,
+    PRIMARY KEY(account_id, subject)
+) WITHOUT ROWID;
+CREATE TABLE locations(
+    id INTEGER PRIMARY KEY,
+    message INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    folder_id INTEGER NOT NULL REFERENCES folders(id) ON DELETE CASCADE,
+    uidvalidity INTEGER,
+    uid INTEGER,
+    source TEXT,
+    flags TEXT NOT NULL DEFAULT '',
+    modseq INTEGER,
+    internaldate INTEGER
+);
+CREATE UNIQUE INDEX locations_uid ON locations(folder_id, uidvalidity, uid) WHERE uid IS NOT NULL;
+CREATE UNIQUE INDEX locations_local ON locations(folder_id, message) WHERE uid IS NULL;
+CREATE INDEX locations_message ON locations(message);
+CREATE TABLE labels(
+    message INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    label TEXT NOT NULL,
+    PRIMARY KEY(message, label)
+) WITHOUT ROWID;
+CREATE TABLE triage(
+    message INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+    category TEXT,
+    priority INTEGER CHECK (priority BETWEEN 0 AND 3),
+    disposition TEXT NOT NULL DEFAULT 'inbox' CHECK (disposition IN ('inbox', 'archived', 'discarded')),
+    updated_at REAL NOT NULL
+);
+CREATE TABLE flag_queue(
+    id INTEGER PRIMARY KEY,
+    message INTEGER NOT NULL,
+    location INTEGER NOT NULL,
+    op TEXT NOT NULL CHECK (op IN ('+', '-')),
+    flag TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done', 'rejected')),
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX flag_queue_pending ON flag_queue(state, location);
+CREATE TABLE tombstones(
+    message INTEGER PRIMARY KEY,
+    account_id INTEGER NOT NULL,
+    change_seq INTEGER NOT NULL
+);
+CREATE INDEX tombstones_seq ON tombstones(change_seq);
+
+CREATE TRIGGER bump_msg_insert AFTER INSERT ON messages BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.id;
+END;
+CREATE TRIGGER bump_msg_delete AFTER DELETE ON messages BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    INSERT OR REPLACE INTO tombstones VALUES (OLD.id, OLD.account_id, (SELECT value FROM meta WHERE key = 'seq'));
+END;
+CREATE TRIGGER bump_loc_insert AFTER INSERT ON locations BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.message;
+END;
+CREATE TRIGGER bump_loc_update AFTER UPDATE OF flags, folder_id, message ON locations
+WHEN OLD.flags IS NOT NEW.flags OR OLD.folder_id IS NOT NEW.folder_id OR OLD.message IS NOT NEW.message BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq')
+        WHERE id IN (NEW.message, OLD.message);
+END;
+CREATE TRIGGER bump_loc_delete AFTER DELETE ON locations BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = OLD.message;
+END;
+CREATE TRIGGER bump_label_insert AFTER INSERT ON labels BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.message;
+END;
+CREATE TRIGGER bump_label_delete AFTER DELETE ON labels BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = OLD.message;
+END;
+CREATE TRIGGER bump_triage_insert AFTER INSERT ON triage BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.message;
+END;
+CREATE TRIGGER bump_triage_update AFTER UPDATE ON triage BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.message;
+END;
+"""),
+)
+
+
+@dataclass(frozen=True)
+class Folder:
+    id: int
+    account_id: int
+    name: str
+    delimiter: str | None
+    special_use: str | None
+    uidvalidity: int | None
+    uidnext: int | None
+    highestmodseq: int | None
+    exists_count: int | None
+
+
+@dataclass(frozen=True)
+class Location:
+    id: int
+    message: int
+    folder_id: int
+    folder: str
+    uidvalidity: int | None
+    uid: int | None
+    flags: tuple[str, ...]
+    modseq: int | None
+
+
+@dataclass(frozen=True)
+class AddResult:
+    message: int  # Oaken's id of the message
+    new_message: bool  # False when the message was already stored (another folder, a re-import)
+    new_location: bool
+    problem: str | None = None  # set when the message is new and its headers could not all be read
+
+
+@dataclass(frozen=True)
+class Triage:
+    category: str | None
+    priority: int | None
+    disposition: str
+
+
+@dataclass(frozen=True)
+class MessageMeta:
+    """A stored message without its bytes: what search results and the indexer need."""
+
+    id: int
+    account: str
+    message_id: str | None
+    content_hash: str
+    date: int
+    subject: str
+    sender_name: str
+    sender_addr: str
+    to: tuple[str, ...]
+    cc: tuple[str, ...]
+    thread: int
+    folders: tuple[str, ...]
+    labels: tuple[str, ...]  # folders, IMAP keywords and labels set locally
+    unread: bool
+    starred: bool
+    triage: Triage
+    problem: str | None
+    size: int
+
+
+@dataclass(frozen=True)
+class Change:
+    """One entry of the change feed an indexer follows."""
+
+    message: int
+    seq: int
+    deleted: bool
+    content_hash: str | None
+
+
+@dataclass(frozen=True)
+class FlagChange:
+    id: int
+    message: int
+    location: int
+    folder_id: int
+    uidvalidity: int | None
+    uid: int | None
+    op: str
+    flag: str
+    modseq: int | None
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(t for t in text.split("\n") if t)
+
+
+def _flags(text: str) -> tuple[str, ...]:
+    return tuple(f for f in text.split(" ") if f)
+
+
+def flags_text(flags: Iterable[str | bytes]) -> str:
+    out = sorted({f.decode("utf-8", "replace") if isinstance(f, bytes) else str(f) for f in flags})
+    return " ".join(f for f in out if f and f != "\\Recent")
+
+
+class Store:
+    """An open raw.db. Not thread-safe: one Store per thread (apsw connections are cheap)."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False):
+        self.path = Path(path)
+        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        new = not self.path.exists()
+        if readonly and new:
+            raise StoreError(f"{self.path}: no raw.db yet; run `oaken import` or `oaken sync` first")
+        if new:
+            # create it private before the first byte of mail lands in it
+            fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+        try:
+            self.db = apsw.Connection(str(self.path), flags=flags)
+            self.db.set_busy_timeout(30_000)
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            if not readonly:
+                self._migrate()
+        except apsw.Error as e:
+            raise StoreError(f"{self.path}: cannot open raw.db: {e}") from None
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(self.path) + suffix)
+            if p.exists() and not readonly:
+                os.chmod(p, 0o600)
+
+    # ---- life cycle -------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"{self.path}: made by a newer Oaken (schema {version}, this one knows {len(MIGRATIONS)}); upgrade Oaken"
+            )
+        for number, (_name, sql) in enumerate(MIGRATIONS[version:], start=version + 1):
+            with self.db:
+                self.db.execute(sql)
+                self.db.execute(f"PRAGMA user_version={number}")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One batch: all of it lands or none of it (a kill mid-batch loses only the batch)."""
+        with self.db:
+            yield
+
+    def integrity_check(self) -> str:
+        return self.db.execute("PRAGMA integrity_check").fetchone()[0]
+
+    def seq(self) -> int:
+        return self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0]
+
+    # ---- accounts and folders ---------------------------------------------------------------
+
+    def ensure_account(self, name: str) -> int:
+        row = self.db.execute("SELECT id FROM accounts WHERE name = ?", (name,)).fetchone()
+        if row:
+            return row[0]
+        return self.db.execute("INSERT INTO accounts(name) VALUES (?) RETURNING id", (name,)).fetchone()[0]
+
+    def account_id(self, name: str) -> int:
+        row = self.db.execute("SELECT id FROM accounts WHERE name = ?", (name,)).fetchone()
+        if not row:
+            known = ", ".join(self.account_names()) or "none yet"
+            raise NotFound(f"no account {name!r} in {self.path} (accounts: {known})")
+        return row[0]
+
+    def account_names(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT name FROM accounts ORDER BY id")]
+
+    _FOLDER_COLS = "id, account_id, name, delimiter, special_use, uidvalidity, uidnext, highestmodseq, exists_count"
+
+    def ensure_folder(self, account_id: int, name: str, *, delimiter: str | None = None,
+                      special_use: str | None = None) -> Folder:
+        self.db.execute(
+            "INSERT INTO folders(account_id, name, delimiter, special_use) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(account_id, name) DO UPDATE SET "
+            "delimiter = coalesce(excluded.delimiter, delimiter), special_use = coalesce(excluded.special_use, special_use)",
+            (account_id, name, delimiter, special_use),
+        )
+        return self.folder(account_id, name)  # type: ignore[return-value]
+
+    def folder(self, account_id: int, name: str) -> Folder | None:
+        row = self.db.execute(
+            f"SELECT {self._FOLDER_COLS} FROM folders WHERE account_id = ? AND name = ?", (account_id, name)
+        ).fetchone()
+        return Folder(*row) if row else None
+
+    def folders(self, account_id: int) -> list[Folder]:
+        return [Folder(*r) for r in self.db.execute(
+            f"SELECT {self._FOLDER_COLS} FROM folders WHERE account_id = ? ORDER BY name", (account_id,))]
+
+    def set_folder_state(self, folder_id: int, *, uidvalidity: int | None, uidnext: int | None,
+                         highestmodseq: int | None, exists_count: int | None = None) -> None:
+        """Saved in the same transaction as the folder's messages, so a restart resumes exactly."""
+        self.db.execute(
+            "UPDATE folders SET uidvalidity = ?, uidnext = ?, highestmodseq = ?, exists_count = ?, synced_at = ? "
+            "WHERE id = ?",
+            (uidvalidity, uidnext, highestmodseq, exists_count, time.time(), folder_id),
+        )
+
+    def rename_folder(self, folder_id: int, new_name: str) -> None:
+        self.db.execute("UPDATE folders SET name = ? WHERE id = ?", (new_name, folder_id))
+        # labels come from folder names: every message there changed
+        self.db.execute("UPDATE locations SET folder_id = folder_id WHERE folder_id = ?", (folder_id,))
+        self._bump(r[0] for r in self.db.execute(
+            "SELECT DISTINCT message FROM locations WHERE folder_id = ?", (folder_id,)))
+
+    def delete_folder(self, folder_id: int) -> int:
+        """Forget a folder; messages left with no location are deleted. Returns how many."""
+        affected = [r[0] for r in self.db.execute(
+            "SELECT DISTINCT message FROM locations WHERE folder_id = ?", (folder_id,))]
+        self.db.execute("DELETE FROM locations WHERE folder_id = ?", (folder_id,))
+        self.db.execute("DELETE FROM folders WHERE id = ?", (folder_id,))
+        return self._delete_orphans(affected)
+
+    # ---- messages ---------------------------------------------------------------------------
+
+    def add_message(self, account_id: int, raw: bytes, *, folder_id: int, uidvalidity: int | None = None,
+                    uid: int | None = None, flags: Iterable[str | bytes] = (), internaldate: int | None = None,
+                    source: str | None = None, modseq: int | None = None) -> AddResult:
+        """Store a message once per (Message-ID, content) and record one more place it lives."""
+        digest = envelope.content_hash(raw)
+        env = envelope.read(raw)
+        row = self.db.execute(
+            "SELECT id FROM messages WHERE account_id = ? AND coalesce(message_id, '') = ? AND content_hash = ?",
+            (account_id, env.message_id or "", digest),
+        ).fetchone()
+        new_message = row is None
+        problem = None
+        if row:
+            message = row[0]
+        else:
+            arrived = internaldate if internaldate is not None else envelope.now()
+            date, date_source = envelope.effective_date(env.date, arrived)
+            if date_source == "arrival" and internaldate is None:
+                date_source = "import"
+            thread = self._thread_for(account_id, env)
+            message = self.db.execute(
+                "INSERT INTO messages(account_id, message_id, content_hash, raw, size, date, date_source, subject, "
+                "sender_name, sender_addr, to_addrs, cc_addrs, in_reply_to, refs, thread_id, problem, added_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (account_id, env.message_id, digest, raw, len(raw), date, date_source, env.subject,
+                 env.sender_name, env.sender_addr, "\n".join(env.to), "\n".join(env.cc),
+                 " ".join(env.in_reply_to), " ".join(env.references), thread, env.problem, time.time()),
+            ).fetchone()[0]
+            self.db.execute("INSERT INTO triage(message, updated_at) VALUES (?, ?)", (message, time.time()))
+            problem = env.problem
+        new_location = self.add_location(message, folder_id, uidvalidity=uidvalidity, uid=uid, flags=flags,
+                                         internaldate=internaldate, source=source, modseq=modseq)
+        return AddResult(message, new_message, new_location, problem)
+
+    def add_location(self, message: int, folder_id: int, *, uidvalidity: int | None = None, uid: int | None = None,
+                     flags: Iterable[str | bytes] = (), internaldate: int | None = None, source: str | None = None,
+                     modseq: int | None = None) -> bool:
+        if uid is None:
+            exists = self.db.execute(
+                "SELECT 1 FROM locations WHERE folder_id = ? AND message = ? AND uid IS NULL", (folder_id, message)
+            ).fetchone()
+        else:
+            exists = self.db.execute(
+                "SELECT 1 FROM locations WHERE folder_id = ? AND uidvalidity IS ? AND uid = ?",
+                (folder_id, uidvalidity, uid),
+            ).fetchone()
+        if exists:
+            return False
+        self.db.execute(
+            "INSERT INTO locations(message, folder_id, uidvalidity, uid, source, flags, modseq, internaldate) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (message, folder_id, uidvalidity, uid, source, flags_text(flags), modseq, internaldate),
+        )
+        return True
+
+    def find_message(self, account_id: int, message_id: str | None, content_hash: str) -> int | None:
+        row = self.db.execute(
+            "SELECT id FROM messages WHERE account_id = ? AND coalesce(message_id, '') = ? AND content_hash = ?",
+            (account_id, message_id or "", content_hash),
+        ).fetchone()
+        return row[0] if row else None
+
+    def raw(self, message: int) -> bytes:
+        row = self.db.execute("SELECT raw FROM messages WHERE id = ?", (message,)).fetchone()
+        if not row:
+            raise NotFound(f"no message with id {message}; `oaken search` shows ids")
+        return bytes(row[0])
+
+    def message_count(self, account_id: int | None = None) -> int:
+        if account_id is None:
+            return self.db.execute("SELECT count(*) FROM messages").fetchone()[0]
+        return self.db.execute("SELECT count(*) FROM messages WHERE account_id = ?", (account_id,)).fetchone()[0]
+
+    def delete_messages(self, messages: Iterable[int]) -> None:
+        self.db.executemany("DELETE FROM messages WHERE id = ?", ((m,) for m in messages))
+
+    def _delete_orphans(self, candidates: Iterable[int]) -> int:
+        gone = [m for m in set(candidates)
+                if not self.db.execute("SELECT 1 FROM locations WHERE message = ? LIMIT 1", (m,)).fetchone()]
+        self.delete_messages(gone)
+        return len(gone)
+
+    def _bump(self, messages: Iterable[int]) -> None:
+        ids = list(messages)
+        if not ids:
+            return
+        self.db.execute("UPDATE meta SET value = value + 1 WHERE key = 'seq'")
+        self.db.executemany(
+            "UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = ?",
+            ((m,) for m in ids),
+        )
+
+    # ---- threading --------------------------------------------------------------------------
+
+    def _thread_for(self, account_id: int, env: envelope.Envelope) -> int:
+        """JWZ-style threading by Message-ID, References and In-Reply-To, merging threads that a new
+        message joins; the subject is a fallback only for a reply that carries neither header."""
+        refs = [r for r in (*env.references, *env.in_reply_to) if r]
+        ids = ([env.message_id] if env.message_id else []) + refs
+        found: set[int] = set()
+        for ref in ids:
+            row = self.db.execute(
+                "SELECT thread_id FROM thread_refs WHERE account_id = ? AND ref = ?", (account_id, ref)
+            ).fetchone()
+            if row:
+                found.add(row[0])
+        base = envelope.base_subject(env.subject)
+        if not found and not refs and base and base != env.subject.strip().lower():
+            row = self.db.execute(
+                "SELECT thread_id FROM thread_subjects WHERE account_id = ? AND subject = ?", (account_id, base)
+            ).fetchone()
+            if row:
+                found.add(row[0])
+        if found:
+            thread = min(found)
+            others = sorted(found - {thread})
+            for other in others:
+                self.db.execute("UPDATE thread_refs SET thread_id = ? WHERE thread_id = ?", (thread, other))
+                self.db.execute("UPDATE thread_subjects SET thread_id = ? WHERE thread_id = ?", (thread, other))
+                moved = [r[0] for r in self.db.execute("SELECT id FROM messages WHERE thread_id = ?", (other,))]
+                self.db.execute("UPDATE messages SET thread_id = ? WHERE thread_id = ?", (thread, other))
+                self._bump(moved)
+        else:
+            self.db.execute("UPDATE meta SET value = value + 1 WHERE key = 'seq'")
+            thread = self.db.execute(
+                "INSERT INTO meta(key, value) VALUES ('thread', 1) "
+                "ON CONFLICT(key) DO UPDATE SET value = value + 1 RETURNING value"
+            ).fetchone()[0]
+        self.db.executemany(
+            "INSERT OR IGNORE INTO thread_refs(account_id, ref, thread_id) VALUES (?, ?, ?)",
+            ((account_id, ref, thread) for ref in ids),
+        )
+        if base:
+            self.db.execute(
+                "INSERT OR IGNORE INTO thread_subjects(account_id, subject, thread_id) VALUES (?, ?, ?)",
+                (account_id, base, thread),
+            )
+        return thread
+
+    # ---- metadata reads ---------------------------------------------------------------------
+
+    _META_SQL = """
+        SELECT m.id, a.name, m.message_id, m.content_hash, m.date, m.subject, m.sender_name, m.sender_addr,
+               m.to_addrs, m.cc_addrs, m.thread_id, m.problem, m.size,
+               t.category, t.priority, coalesce(t.disposition, 'inbox'),
+               (SELECT group_concat(f.name, char(10)) FROM locations l JOIN folders f ON f.id = l.folder_id
+                 WHERE l.message = m.id),
+               (SELECT group_concat(l.flags, ' ') FROM locations l WHERE l.message = m.id),
+               (SELECT group_concat(label, char(10)) FROM labels WHERE message = m.id)
+        FROM messages m JOIN accounts a ON a.id = m.account_id LEFT JOIN triage t ON t.message = m.id
+    """
+
+    def _meta(self, row: Sequence) -> MessageMeta:
+        (mid, account, message_id, digest, date, subject, sname, saddr, to, cc, thread, problem, size,
+         category, priority, disposition, folders, flags, labels) = row
+        folder_list = tuple(sorted(set(_split(folders or ""))))
+        flag_list = (flags or "").split()
+        keywords = {f for f in flag_list if not f.startswith("\\")}
+        # a message is unread when none of its locations carries \Seen (DESIGN.md)
+        seen = SEEN in flag_list
+        return MessageMeta(
+            id=mid, account=account, message_id=message_id, content_hash=digest, date=date, subject=subject,
+            sender_name=sname, sender_addr=saddr, to=_split(to), cc=_split(cc), thread=thread,
+            folders=folder_list, labels=tuple(sorted(set(folder_list) | keywords | set(_split(labels or "")))),
+            unread=not seen, starred=FLAGGED in flag_list,
+            triage=Triage(category, priority, disposition), problem=problem, size=size,
+        )
+
+    def meta(self, message: int) -> MessageMeta:
+        row = self.db.execute(self._META_SQL + " WHERE m.id = ?", (message,)).fetchone()
+        if not row:
+            raise NotFound(f"no message with id {message}; `oaken search` shows ids")
+        return self._meta(row)
+
+    def metas(self, messages: Iterable[int]) -> dict[int, MessageMeta]:
+        ids = list(dict.fromkeys(messages))
+        out: dict[int, MessageMeta] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.db.execute(self._META_SQL + f" WHERE m.id IN ({marks})", part):
+                meta = self._meta(row)
+                out[meta.id] = meta
+        return out
+
+    def changes_since(self, seq: int, limit: int = 1000) -> list[Change]:
+        """The change feed: messages changed or deleted after `seq`, oldest change first."""
+        rows = self.db.execute(
+            "SELECT id, change_seq, 0, content_hash FROM messages WHERE change_seq > ?1 "
+            "UNION ALL SELECT message, change_seq, 1, NULL FROM tombstones WHERE change_seq > ?1 "
+            "ORDER BY 2 LIMIT ?2",
+            (seq, limit),
+        ).fetchall()
+        return [Change(m, s, bool(d), h) for m, s, d, h in rows]
+
+    def message_ids_in(self, account_id: int) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM messages WHERE account_id = ?", (account_id,))]
+
+    def all_message_ids(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM messages ORDER BY id")]
+
+    def filter_messages(self, messages: Iterable[int], *, unread: bool | None = None, starred: bool | None = None,
+                        categories: Sequence[str] = (), min_priority: int | None = None,
+                        dispositions: Sequence[str] | None = None) -> set[int]:
+        """The subset of `messages` whose read state and triage match: these live only here."""
+        ids = list(dict.fromkeys(messages))
+        keep: set[int] = set()
+        conds: list[str] = []
+        params: list[object] = []
+        if unread is not None:
+            conds.append(("NOT " if unread else "") +
+                         "EXISTS (SELECT 1 FROM locations l WHERE l.message = m.id AND ' ' || l.flags || ' ' LIKE '% \\Seen %')")
+        if starred is not None:
+            conds.append(("" if starred else "NOT ") +
+                         "EXISTS (SELECT 1 FROM locations l WHERE l.message = m.id AND ' ' || l.flags || ' ' LIKE '% \\Flagged %')")
+        if categories:
+            conds.append(f"t.category IN ({','.join('?' * len(categories))})")
+            params.extend(categories)
+        if min_priority is not None:
+            conds.append("t.priority >= ?")
+            params.append(min_priority)
+        if dispositions is not None:
+            conds.append(f"coalesce(t.disposition, 'inbox') IN ({','.join('?' * len(dispositions))})")
+            params.extend(dispositions)
+        where = " AND ".join(conds) or "1"
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            marks = ",".join("?" * len(part))
+            sql = (f"SELECT m.id FROM messages m LEFT JOIN triage t ON t.message = m.id "
+                   f"WHERE m.id IN ({marks}) AND {where}")
+            keep.update(r[0] for r in self.db.execute(sql, [*part, *params]))
+        return keep
+
+    # ---- locations and flags (sync) -----------------------------------------------------------
+
+    _LOC_SQL = ("SELECT l.id, l.message, l.folder_id, f.name, l.uidvalidity, l.uid, l.flags, l.modseq "
+                "FROM locations l JOIN folders f ON f.id = l.folder_id")
+
+    def locations(self, message: int) -> list[Location]:
+        return [Location(*r[:6], _flags(r[6]), r[7]) for r in self.db.execute(
+            self._LOC_SQL + " WHERE l.message = ? ORDER BY l.id", (message,))]
+
+    def folder_uids(self, folder_id: int, uidvalidity: int | None) -> dict[int, tuple[int, tuple[str, ...]]]:
+        """uid -> (message, flags) for one folder at one UIDVALIDITY."""
+        return {r[0]: (r[1], _flags(r[2])) for r in self.db.execute(
+            "SELECT uid, message, flags FROM locations WHERE folder_id = ? AND uidvalidity IS ? AND uid IS NOT NULL",
+            (folder_id, uidvalidity))}
+
+    def set_flags(self, folder_id: int, uidvalidity: int | None, uid: int, flags: Iterable[str | bytes],
+                  modseq: int | None = None) -> None:
+        self.db.execute(
+            "UPDATE locations SET flags = ?, modseq = coalesce(?, modseq) WHERE folder_id = ? AND uidvalidity IS ? AND uid = ?",
+            (flags_text(flags), modseq, folder_id, uidvalidity, uid),
+        )
+
+    def remove_uids(self, folder_id: int, uidvalidity: int | None, uids: Iterable[int]) -> int:
+        """Expunged on the server: drop those locations, and messages left nowhere. Returns messages deleted."""
+        affected: list[int] = []
+        for uid in uids:
+            row = self.db.execute(
+                "DELETE FROM locations WHERE folder_id = ? AND uidvalidity IS ? AND uid = ? RETURNING message",
+                (folder_id, uidvalidity, uid),
+            ).fetchone()
+            if row:
+                affected.append(row[0])
+        return self._delete_orphans(affected)
+
+    def relocate(self, folder_id: int, old_uidvalidity: int | None, old_uid: int, new_uidvalidity: int,
+                 new_uid: int, flags: Iterable[str | bytes], modseq: int | None = None) -> None:
+        """A message matched again after UIDVALIDITY changed: move its location, keep the message."""
+        self.db.execute(
+            "UPDATE locations SET uidvalidity = ?, uid = ?, flags = ?, modseq = ? "
+            "WHERE folder_id = ? AND uidvalidity IS ? AND uid = ?",
+            (new_uidvalidity, new_uid, flags_text(flags), modseq, folder_id, old_uidvalidity, old_uid),
+        )
+
+    def drop_stale_uidvalidity(self, folder_id: int, keep_uidvalidity: int) -> int:
+        affected = [r[0] for r in self.db.execute(
+            "DELETE FROM locations WHERE folder_id = ? AND uid IS NOT NULL AND uidvalidity IS NOT ? RETURNING message",
+            (folder_id, keep_uidvalidity))]
+        return self._delete_orphans(affected)
+
+    # ---- read state: local changes queued for the server --------------------------------------
+
+    def mark_read(self, message: int, read: bool = True) -> int:
+        """Set or clear \\Seen on every location at once, and queue each change for the server."""
+        queued = 0
+        for loc in self.locations(message):
+            has = SEEN in loc.flags
+            if has == read:
+                continue
+            new = set(loc.flags) | {SEEN} if read else set(loc.flags) - {SEEN}
+            self.db.execute("UPDATE locations SET flags = ? WHERE id = ?", (flags_text(new), loc.id))
+            if loc.uid is not None:
+                self.db.execute(
+                    "INSERT INTO flag_queue(message, location, op, flag, created_at) VALUES (?, ?, ?, ?, ?)",
+                    (message, loc.id, "+" if read else "-", SEEN, time.time()),
+                )
+                queued += 1
+        return queued
+
+    def pending_flag_changes(self, folder_id: int | None = None) -> list[FlagChange]:
+        sql = ("SELECT q.id, q.message, q.location, l.folder_id, l.uidvalidity, l.uid, q.op, q.flag, l.modseq "
+               "FROM flag_queue q JOIN locations l ON l.id = q.location WHERE q.state = 'pending'")
+        params: tuple = ()
+        if folder_id is not None:
+            sql += " AND l.folder_id = ?"
+            params = (folder_id,)
+        return [FlagChange(*r) for r in self.db.execute(sql + " ORDER BY q.id", params)]
+
+    def finish_flag_change(self, change_id: int, *, error: str | None = None) -> None:
+        self.db.execute(
+            "UPDATE flag_queue SET state = ?, error = ?, attempts = attempts + 1 WHERE id = ?",
+            ("rejected" if error else "done", error, change_id),
+        )
+
+    def rejected_flag_changes(self) -> list[tuple[int, str, str, str]]:
+        return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
+            "SELECT message, op, flag, coalesce(error, '') FROM flag_queue WHERE state = 'rejected'")]
+
+    def drop_orphan_flag_changes(self) -> None:
+        """A change whose location was expunged has nothing left to change on the server."""
+        self.db.execute(
+            "UPDATE flag_queue SET state = 'done', error = 'location gone' "
+            "WHERE state = 'pending' AND location NOT IN (SELECT id FROM locations)"
+        )
+
+    # ---- labels and triage --------------------------------------------------------------------
+
+    def add_label(self, message: int, label: str) -> None:
+        self.meta(message)
+        self.db.execute("INSERT OR IGNORE INTO labels VALUES (?, ?)", (message, label))
+
+    def remove_label(self, message: int, label: str) -> None:
+        self.db.execute("DELETE FROM labels WHERE message = ? AND label = ?", (message, label))
+
+    def set_triage(self, message: int, *, categories: Sequence[str], category: str | None = None,
+                   priority: int | None = None, disposition: str | None = None) -> Triage:
+        """Write triage; only the fields given change. Values outside the vocabulary are refused."""
+        if category is not None and category not in categories:
+            raise TriageError(f"category {category!r}: expected one of {', '.join(categories)} ([triage] categories)")
+        if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)
+                                     or not 0 <= priority <= 3):
+            raise TriageError(f"priority {priority!r}: expected an integer 0-3 (3 most urgent)")
+        if disposition is not None and disposition not in DISPOSITIONS:
+            raise TriageError(f"disposition {disposition!r}: expected one of {', '.join(DISPOSITIONS)}")
+        current = self.meta(message).triage
+        new = Triage(
+            category if category is not None else current.category,
+            priority if priority is not None else current.priority,
+            disposition if disposition is not None else current.disposition,
+        )
+        self.db.execute(
+            "INSERT INTO triage(message, category, priority, disposition, updated_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(message) DO UPDATE SET category = excluded.category, priority = excluded.priority, "
+            "disposition = excluded.disposition, updated_at = excluded.updated_at",
+            (message, new.category, new.priority, new.disposition, time.time()),
+        )
+        return new
+
+    # ---- status -------------------------------------------------------------------------------
+
+    def status(self) -> dict:
+        accounts: dict[str, dict] = {}
+        for aid, name in self.db.execute("SELECT id, name FROM accounts ORDER BY id").fetchall():
+            count, size = self.db.execute(
+                "SELECT count(*), coalesce(sum(size), 0) FROM messages WHERE account_id = ?", (aid,)).fetchone()
+            flagged = self.db.execute(
+                "SELECT count(*) FROM messages WHERE account_id = ? AND problem IS NOT NULL", (aid,)).fetchone()[0]
+            unread = self.db.execute(
+                "SELECT count(*) FROM messages m WHERE account_id = ? AND NOT EXISTS (SELECT 1 FROM locations l "
+                "WHERE l.message = m.id AND ' ' || l.flags || ' ' LIKE '% \\Seen %')", (aid,)).fetchone()[0]
+            folders = {
+                fname: {"messages": n, "uidvalidity": uv, "synced_at": synced}
+                for fname, n, uv, synced in self.db.execute(
+                    "SELECT f.name, count(l.id), f.uidvalidity, f.synced_at FROM folders f "
+                    "LEFT JOIN locations l ON l.folder_id = f.id WHERE f.account_id = ? GROUP BY f.id ORDER BY f.name",
+                    (aid,))
+            }
+            accounts[name] = {"messages": count, "bytes": size, "unread": unread, "flagged": flagged,
+                              "folders": folders}
+        pending = self.db.execute("SELECT count(*) FROM flag_queue WHERE state = 'pending'").fetchone()[0]
+        rejected = self.db.execute("SELECT count(*) FROM flag_queue WHERE state = 'rejected'").fetchone()[0]
+        return {
+            "messages": self.message_count(),
+            "accounts": accounts,
+            "flag_changes": {"pending": pending, "rejected": rejected},
+            "raw_db_bytes": self.path.stat().st_size + _size(str(self.path) + "-wal"),
+        }
+
+    def flagged_messages(self, limit: int = 50) -> list[tuple[int, str, str]]:
+        """Messages stored with a parse problem: (id, subject, problem)."""
+        return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
+            "SELECT id, subject, problem FROM messages WHERE problem IS NOT NULL ORDER BY id LIMIT ?", (limit,))]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def open_store(data_dir: Path, *, readonly: bool = False) -> Store:
+    return Store(data_dir / "raw.db", readonly=readonly)
+
+
+__all__ = ["Store", "open_store", "AddResult", "MessageMeta", "Folder", "Location", "Triage", "Change",
+           "FlagChange", "flags_text"]
