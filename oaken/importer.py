@@ -175,6 +175,9 @@ def import_paths(store: Store, account: str, paths: list[Path], *, batch_size: i
                 except OSError as e:
                     report.skipped.append(f"{item.source}: cannot be read: {e}")
                     continue
+                if not raw.strip():
+                    report.skipped.append(f"{item.source}: empty, nothing to store")
+                    continue
                 result = store.add_message(account_id, raw, folder_id=folder_ids[item.folder], flags=item.flags,
                                            internaldate=item.mtime, source=item.source)
                 report.added += result.new_message

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oaken import api
+from oaken.config import Config
+from oaken.errors import ImportFailed
+from oaken.store import open_store
+
+DATA = Path(__file__).parent / "data" / "foundation"
+
+
+def oaken(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "oaken.cli", *args], capture_output=True, text=True)
+
+
+def test_maildir_tree_imported_once_with_folders_as_labels(oaken_home: Path) -> None:
+    report = api.import_mail([DATA / "notmuch-default"], config=Config())
+    assert report.seen == 53 and report.added == 52 and report.new_locations == 1
+    again = api.import_mail([DATA / "notmuch-default"], config=Config())
+    assert again.added == 0 and again.new_locations == 0
+    with open_store(oaken_home) as store:
+        assert store.message_count() == 52
+        folders = {f.name for f in store.folders(store.account_id("local"))}
+        assert folders == {"notmuch-default", "foo", "bar", "foo/baz", "bar/baz"}
+        # bar/18:2, and cur/51:2, are the same bytes: one message, two labels
+        ids = [r[0] for r in store.db.execute(
+            "SELECT message FROM locations GROUP BY message HAVING count(*) = 2")]
+        assert len(ids) == 1
+        assert set(store.meta(ids[0]).labels) == {"bar", "notmuch-default"}
+
+
+def test_maildir_flags_become_read_state(oaken_home: Path, tmp_path: Path) -> None:
+    box = tmp_path / "Mail"
+    for sub in ("cur", "new", "tmp"):
+        (box / sub).mkdir(parents=True)
+    src = sorted((DATA / "notmuch-default" / "cur").iterdir())
+    shutil.copy(src[0], box / "cur" / "1.host:2,S")
+    shutil.copy(src[1], box / "cur" / "2.host:2,FR")
+    shutil.copy(src[2], box / "new" / "3.host")
+    api.import_mail([box], config=Config())
+    with open_store(oaken_home) as store:
+        metas = store.metas(store.all_message_ids()).values()
+        assert sorted((m.unread, m.starred) for m in metas) == [(False, False), (True, False), (True, True)]
+
+
+def test_malformed_mail_is_stored_raw_and_flagged(oaken_home: Path) -> None:
+    report = api.import_mail([DATA / "malformed"], config=Config())
+    # 4 files + an mbox of two, the second of which is empty (an unquoted "From " in CPython's test)
+    assert report.seen == 6 and report.added == 5
+    assert report.flagged == 3
+    assert report.skipped == [f"{DATA / 'malformed' / 'mailbox_01.mbox'}#1: empty, nothing to store"]
+    with open_store(oaken_home) as store:
+        problems = {m.problem for m in store.metas(store.all_message_ids()).values() if m.problem}
+        assert any("no headers" in p for p in problems)
+        assert any("unreadable Date" in p for p in problems)
+        assert any("Outlook" in p for p in problems)
+        raw = {store.raw(i) for i in store.all_message_ids()}
+        assert (DATA / "malformed" / "mail_outlook_1").read_bytes() in raw
+
+
+def test_single_file_and_mbox(oaken_home: Path) -> None:
+    one = api.import_mail([DATA / "malformed" / "msg_16.txt"], config=Config())
+    box = api.import_mail([DATA / "malformed" / "mailbox_01.mbox"], config=Config())
+    assert one.added == 1 and box.added == 1
+    with open_store(oaken_home) as store:
+        assert "mailbox_01" in {f.name for f in store.folders(store.account_id("local"))}
+
+
+def test_missing_path_is_a_clear_error(oaken_home: Path, tmp_path: Path) -> None:
+    with pytest.raises(ImportFailed, match="no such file"):
+        api.import_mail([tmp_path / "nope"], config=Config())
+    run = oaken("import", str(tmp_path / "nope"))
+    assert run.returncode == 1 and "no such file" in run.stderr
+
+
+def test_cli_import_status_and_triage(oaken_home: Path) -> None:
+    run = oaken("import", "--json", str(DATA / "notmuch-default"))
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["added"] == 52
+    status = json.loads(oaken("status", "--json").stdout)
+    assert status["messages"] == 52
+    assert status["accounts"]["local"]["messages"] == 52
+    assert "index" in status and "coverage" in status["vectors"]
+    assert oaken("status").returncode == 0
+    ok = oaken("triage", "1", "--category", "work", "--priority", "2", "--json")
+    assert ok.returncode == 0 and json.loads(ok.stdout) == {"category": "work", "priority": 2, "disposition": "inbox"}
+    bad = oaken("triage", "1", "--category", "nope")
+    assert bad.returncode == 1 and "expected one of work" in bad.stderr
+    usage = oaken("triage", "1")
+    assert usage.returncode == 2
+
+
+def test_set_triage_api(oaken_home: Path) -> None:
+    api.import_mail([DATA / "malformed" / "msg_16.txt"], config=Config())
+    import oaken
+
+    t = oaken.set_triage(1, disposition="archived", config=Config())
+    assert t.disposition == "archived"

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import io
+import json
+
+from oaken import log
+from oaken.config import LogConfig
+
+
+def test_secrets_never_reach_a_log_line() -> None:
+    out = io.StringIO()
+    log.configure(LogConfig(format="json", level="debug"), stream=out)
+    secret = "s3cr3t-from-password-command"
+    log.register_secret(secret + "\n")  # as a password_command prints it
+    logger = log.get("test")
+    logger.info("login", user="me", password=secret)
+    logger.info("login.failed", error=f"server said: bad credentials for {secret}")
+    logger.debug("command", argv=["imap", "LOGIN", "me", secret], token="abc123")
+    try:
+        raise RuntimeError(f"cannot log in with {secret}")
+    except RuntimeError:
+        logger.exception("crash")
+    text = out.getvalue()
+    assert secret not in text
+    assert "abc123" not in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert lines[0]["password"] == log.MASK and lines[0]["user"] == "me"
+    assert log.MASK in lines[1]["error"]
+    assert "crash" in text and "RuntimeError" in text
+
+
+def test_console_format() -> None:
+    out = io.StringIO()
+    log.configure(LogConfig(format="console"), stream=out)
+    log.get().info("import.done", added=3)
+    assert "import.done" in out.getvalue() and "added=3" in out.getvalue()
