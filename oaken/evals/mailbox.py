@@ -1,0 +1,459 @@
+"""The seeded synthetic mailbox the retrieval eval searches.
+
+It looks like a person's inbox: work threads whose replies quote the message before, newsletters
+and notifications, a dozen correspondents, folders and labels, read and unread mail, triage
+values. Into it are planted the facts the questions ask about, each with look-alikes built to
+defeat one retriever:
+
+- identifier families: two dozen messages that differ only in an invoice number, order number,
+  version or code (meaning cannot tell them apart; keywords can);
+- paraphrase facts: a sentence whose question shares no content word with it, only concepts,
+  beside the same sentence about other places (keywords cannot find it; meaning can);
+- filter groups: twelve copies of one message that only a sender, a date or a label tells apart;
+- incident groups: a ticket's updates, each naming the ticket, each about another aspect (only
+  the identifier and the meaning together pick one).
+
+Same seed, same bytes: every choice comes from one `random.Random(seed)`.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from email.message import EmailMessage
+from email.utils import format_datetime
+from pathlib import Path
+
+YEAR_START = datetime(2024, 1, 1, 8, 0, tzinfo=timezone.utc)
+ME = ("Sam Taylor", "sam.taylor@oakmail.example")
+
+PEOPLE = (
+    ("Maria Lopez", "maria.lopez@northwind.example"),
+    ("Priya Raman", "priya.raman@northwind.example"),
+    ("Tom Becker", "tom.becker@northwind.example"),
+    ("Aiko Sato", "aiko.sato@kestrel.example"),
+    ("Lars Nilsen", "lars.nilsen@kestrel.example"),
+    ("Grace Okafor", "grace.okafor@kestrel.example"),
+    ("Diego Alvarez", "diego.alvarez@harbor.example"),
+    ("Hannah Weiss", "hannah.weiss@harbor.example"),
+    ("Omar Haddad", "omar.haddad@harbor.example"),
+    ("Chloe Martin", "chloe.martin@fieldstone.example"),
+    ("Ravi Menon", "ravi.menon@fieldstone.example"),
+    ("Nina Petrova", "nina.petrova@fieldstone.example"),
+    ("Ben Carter", "ben.carter@quarry.example"),
+    ("Elena Rossi", "elena.rossi@quarry.example"),
+)
+
+# (city used in mail, country used in questions): both belong to one concept of the lexicon
+PLACES = (
+    ("Lisbon", "Portugal"), ("Tokyo", "Japan"), ("Berlin", "Germany"), ("Toronto", "Canada"),
+    ("Madrid", "Spain"), ("Paris", "France"), ("Rome", "Italy"), ("Sydney", "Australia"),
+    ("Oslo", "Norway"), ("Dublin", "Ireland"), ("Amsterdam", "Netherlands"), ("Guadalajara", "Mexico"),
+)
+
+# Paraphrase scenarios: the fact as mail says it, and the question as a person asks it, with no
+# content word in common (checked by questions.check_paraphrase) but the same concepts.
+PARAPHRASES: tuple[tuple[str, str], ...] = (
+    ("Our flight to {city} was postponed until the evening.",
+     "Was the plane to {country} delayed to tonight?"),
+    ("The {city} office had an outage this morning after the database crashed.",
+     "Was there downtime at the {country} workplace early today because of a db failure?"),
+    ("We hired a new accountant for the {city} team.",
+     "Did the {country} department recruit someone?"),
+    ("The {city} apartment lease is signed.",
+     "Is the agreement for our {country} flat executed?"),
+    ("Dinner with the {city} clients was rescheduled to Friday.",
+     "Was the supper with our {country} customers postponed?"),
+    ("The laptop I left at the {city} airport is still missing.",
+     "Did anyone find the notebook I lost on the {country} plane?"),
+    ("The {city} vendor announced a huge price increase.",
+     "Will our {country} supplier's charge rise by a major amount?"),
+    ("Quarterly revenue for the {city} branch fell sharply.",
+     "Did sales in {country} decline over the last three months?"),
+    ("The dentist appointment in {city} is confirmed for Monday morning.",
+     "Was my dental visit in {country} approved for early in the week?"),
+    ("The {city} shipment was lost by the courier.",
+     "Did the delivery firm misplace our {country} parcel?"),
+    ("Heavy snow closed the {city} airport and all departures are cancelled.",
+     "Did a blizzard in {country} scrap every plane taking off?"),
+    ("Our {city} manager resigned last week.",
+     "Did the boss in {country} quit?"),
+    ("The refund for the cancelled {city} train tickets has been approved.",
+     "Will I be reimbursed for the scrapped {country} railway fare?"),
+    ("I booked a hotel in {city} for the workshop.",
+     "Where is my lodging for the {country} seminar?"),
+)
+
+# Identifier families: subject, body and the form of the code; all members share the text.
+IDENTIFIER_FAMILIES: tuple[dict[str, str], ...] = (
+    {"name": "invoice", "code": "INV-{n4}", "subject": "Invoice {code} from Brightline Supplies",
+     "body": "Please find attached invoice {code}. Payment is due within 30 days of receipt.",
+     "category": "finance", "sender": "Brightline Billing <billing@brightline.example>",
+     "question": "invoice {code}"},
+    {"name": "order", "code": "{n6}", "subject": "Your order {code} has shipped",
+     "body": "Good news: order {code} is on its way. You can follow it from your account page.",
+     "category": "shopping", "sender": "Parcelpoint Shop <orders@parcelpoint.example>",
+     "question": "order {code} shipped"},
+    {"name": "release", "code": "{v}", "subject": "Atlas client {code} is available",
+     "body": "Version {code} of the Atlas client is now available for download. See the changelog.",
+     "category": "notifications", "sender": "Atlas Releases <releases@atlas.example>",
+     "question": "Atlas {code}"},
+    {"name": "support", "code": "HELP-{n4}", "subject": "[{code}] Your request was received",
+     "body": "Your support request {code} has been received and assigned to an agent.",
+     "category": "notifications", "sender": "Helpdesk <helpdesk@northwind.example>",
+     "question": "support request {code}"},
+    {"name": "booking", "code": "{alnum}", "subject": "Reservation confirmed",
+     "body": "Your reservation is confirmed. Reference: {code}. Keep it for check-in.",
+     "category": "travel", "sender": "Skyway Reservations <noreply@skyway.example>",
+     "question": "reservation reference {code}"},
+)
+FAMILY_SIZE = 24
+
+# Filter groups: a message repeated by several people, in several months or under several labels.
+FILTER_GROUPS: tuple[dict[str, str], ...] = (
+    {"by": "from", "subject": "Weekly status report",
+     "body": "Here is my weekly status report: the migration is on track and nothing is blocked."},
+    {"by": "from", "subject": "Expense report submitted",
+     "body": "I submitted my expense report for the workshop; receipts are attached in the tool."},
+    {"by": "from", "subject": "Code review request",
+     "body": "Could you review my pull request for the importer? It is small and has tests."},
+    {"by": "from", "subject": "Timesheet reminder",
+     "body": "Reminder to fill in your timesheet before the end of the month, thank you."},
+    {"by": "after", "subject": "Team offsite agenda",
+     "body": "Attached is the agenda for the team offsite: strategy in the morning, games after."},
+    {"by": "after", "subject": "Monthly metrics digest",
+     "body": "The monthly metrics digest is ready: signups, churn and support volume inside."},
+    {"by": "after", "subject": "Payroll processed",
+     "body": "Payroll has been processed and payslips are available on the portal."},
+    {"by": "label", "subject": "Subscription renewed",
+     "body": "Your annual subscription has been renewed. The receipt is attached for your records."},
+    {"by": "label", "subject": "Document shared with you",
+     "body": "A document has been shared with you. Open it from your drive to view the contents."},
+    {"by": "label", "subject": "Membership card ready",
+     "body": "Your membership card is ready to collect at the front desk with photo identification."},
+)
+GROUP_SIZE = 12
+GROUP_LABELS = ("Family", "Receipts", "Important", "Later", "Projects", "Taxes", "Health", "Home",
+                "Car", "School", "Clients", "Archive2023")
+
+# Incident groups: every update names the ticket; each says one thing (and is asked in other words).
+INCIDENT_ASPECTS: tuple[tuple[str, str], ...] = (
+    ("Root cause: an expired certificate on the load balancer stopped traffic.",
+     "{code} incident: ssl lapsed?"),
+    ("Affected clients will be refunded on their next invoice.",
+     "{code} incident: customers reimbursed?"),
+    ("Service was restored at 14:20 after a forty minute outage.",
+     "{code} incident: when fixed?"),
+    ("The review meeting with the vendor is planned for Thursday.",
+     "{code} incident: retro call?"),
+)
+
+# Filler: what the rest of an inbox holds. Kept away from the concepts the unanswerable questions
+# ask about (pets, weddings, gardens, concerts, mortgages...), so those stay unanswerable.
+THREAD_TOPICS = (
+    ("Importer refactor", "I pushed the importer refactor to a branch. The parser is split into smaller pieces now."),
+    ("Q3 planning notes", "Sharing my notes from the planning session. We agreed to focus on search quality first."),
+    ("Design review feedback", "Thanks for the design review. Two comments: simplify the settings page and add undo."),
+    ("Customer interview summary", "Summary of the interview: they want faster search and fewer clicks to archive."),
+    ("Slides for Thursday", "Here are the slides for Thursday. Feel free to edit the last section directly."),
+    ("Onboarding checklist", "I drafted an onboarding checklist for new colleagues. Please add anything missing."),
+    ("API rate limits", "We keep hitting the rate limits of the sync API. Maybe we should batch the requests."),
+    ("Office move logistics", "The movers come on the second floor first. Label your boxes with your name."),
+    ("Analytics dashboard", "The analytics dashboard now shows weekly active readers per folder."),
+    ("Hiring loop for the editor role", "Three candidates left for the editor role; interviews are next week."),
+)
+REPLIES = (
+    "Sounds good to me.", "Thanks, I will take a look this afternoon.", "Agreed, let us go with that.",
+    "Can we discuss this tomorrow?", "Looks fine, one small question inline.", "Noted, thanks for the update.",
+    "I added a few comments.", "Perfect, that works for me.",
+)
+NEWSLETTERS = (
+    ("Tech Digest", "news@techdigest.example", "This week in tech",
+     "Top stories: a new database engine, faster compilers, and a look at open source funding."),
+    ("Deals Weekly", "deals@dealsweekly.example", "Deals you might like",
+     "Save on headphones, desk lamps and standing desks this week only."),
+    ("Product Notes", "notes@productnotes.example", "Product notes issue",
+     "Essays on product design, onboarding flows and writing clear release notes."),
+)
+NOTIFICATIONS = (
+    ("CI Bot", "ci@builds.example", "Build passed on main", "All checks passed on main. Duration 6 minutes."),
+    ("Calendar", "calendar@northwind.example", "Reminder: team standup", "Team standup starts in 15 minutes."),
+    ("Chatter", "notify@chatter.example", "You have new mentions", "Two people mentioned you in the design channel."),
+    ("Drive", "drive@files.example", "Storage almost full", "You have used 90 percent of your storage quota."),
+)
+FILLER_SENTENCES = (
+    "Let me know if anything changes.", "I am around all afternoon if you want to talk.",
+    "Copying the others for visibility.", "More details to follow.", "No action needed from you.",
+)
+
+
+@dataclass(frozen=True)
+class SynthMessage:
+    """One generated message and where it lives."""
+
+    message_id: str  # without angle brackets
+    folder: str
+    date: datetime
+    raw: bytes
+    seen: bool
+    flagged: bool = False
+    labels: tuple[str, ...] = ()  # set locally after import, beside the folder
+    category: str | None = None
+    priority: int | None = None
+    disposition: str = "inbox"
+
+
+@dataclass(frozen=True)
+class Plant:
+    """A planted fact: what a question will be built from, and the message(s) that answer it."""
+
+    kind: str  # exact | paraphrase | filtered | mixed
+    relevant: tuple[str, ...]  # Message-IDs
+    slots: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Mailbox:
+    seed: int
+    messages: tuple[SynthMessage, ...]
+    plants: tuple[Plant, ...]
+
+
+class _Builder:
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.messages: list[SynthMessage] = []
+        self.plants: list[Plant] = []
+        self.codes: set[str] = set()
+
+    # ---- primitives ---------------------------------------------------------------------------
+
+    def date(self) -> datetime:
+        return YEAR_START + timedelta(minutes=self.rng.randrange(0, 360 * 24 * 60))
+
+    def add(self, *, sender: str, subject: str, body: str, date: datetime, folder: str = "INBOX",
+            category: str | None = None, labels: tuple[str, ...] = (), reply_to: SynthMessage | None = None,
+            to: str | None = None, list_id: str | None = None, disposition: str | None = None,
+            seen: bool | None = None) -> SynthMessage:
+        n = len(self.messages)
+        mid = f"{self.seed}.{n:05d}.{self.rng.randrange(16**6):06x}@mail.example"
+        msg = EmailMessage()
+        msg["From"] = sender
+        msg["To"] = to or f"{ME[0]} <{ME[1]}>"
+        msg["Subject"] = subject
+        msg["Date"] = format_datetime(date)
+        msg["Message-ID"] = f"<{mid}>"
+        if reply_to is not None:
+            msg["In-Reply-To"] = f"<{reply_to.message_id}>"
+            msg["References"] = f"<{reply_to.message_id}>"
+        if list_id:
+            msg["List-Id"] = list_id
+            msg["List-Unsubscribe"] = f"<mailto:unsubscribe@{list_id.strip('<>')}>"
+        msg.set_content(body)
+        if disposition is None:
+            disposition = "archived" if self.rng.random() < 0.15 else "inbox"
+        out = SynthMessage(
+            message_id=mid, folder=folder, date=date, raw=bytes(msg), labels=labels,
+            seen=self.rng.random() < 0.7 if seen is None else seen, flagged=self.rng.random() < 0.05,
+            category=category, priority=self.rng.choice((0, 0, 1, 1, 2, 3)), disposition=disposition,
+        )
+        self.messages.append(out)
+        return out
+
+    def person(self) -> tuple[str, str]:
+        return self.rng.choice(PEOPLE)
+
+    @staticmethod
+    def addr(p: tuple[str, str]) -> str:
+        return f"{p[0]} <{p[1]}>"
+
+    def body(self, core: str, signer: str) -> str:
+        parts = ["Hi Sam,", "", core]
+        if self.rng.random() < 0.6:
+            parts.append(self.rng.choice(FILLER_SENTENCES))
+        parts += ["", "Best,", signer.split()[0]]
+        return "\n".join(parts)
+
+    def reply(self, to: SynthMessage, sender: tuple[str, str], text: str) -> SynthMessage:
+        """A reply that quotes the whole message before it, as mail clients do."""
+        import email
+
+        old = email.message_from_bytes(to.raw, policy=email.policy.default)
+        old_body = old.get_content().rstrip("\n")
+        quoted = "\n".join("> " + line if line else ">" for line in old_body.split("\n"))
+        body = f"{text}\n\nOn {format_datetime(to.date)}, {old['From']} wrote:\n{quoted}\n"
+        subject = old["Subject"] if str(old["Subject"]).startswith("Re:") else f"Re: {old['Subject']}"
+        date = to.date + timedelta(hours=self.rng.randrange(1, 48))
+        return self.add(sender=self.addr(sender), subject=subject, body=body, date=date, folder=to.folder,
+                        category=to.category, reply_to=to)
+
+    def code(self, form: str) -> str:
+        while True:
+            r = self.rng
+            c = form.format(
+                n4=r.randrange(1000, 10000), n6=r.randrange(100000, 1000000),
+                v=f"{r.randrange(2, 9)}.{r.randrange(0, 20)}.{r.randrange(0, 10)}",
+                alnum="".join(r.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") for _ in range(3))
+                + "".join(r.choice("23456789") for _ in range(3)),
+            )
+            if c not in self.codes:
+                self.codes.add(c)
+                return c
+
+    # ---- planted facts --------------------------------------------------------------------------
+
+    def identifier_family(self, fam: dict[str, str], asked: int) -> None:
+        members: list[tuple[str, SynthMessage]] = []
+        for _ in range(FAMILY_SIZE):
+            code = self.code(fam["code"])
+            m = self.add(sender=fam["sender"], subject=fam["subject"].format(code=code),
+                         body=fam["body"].format(code=code), date=self.date(), category=fam["category"],
+                         folder="INBOX")
+            members.append((code, m))
+        for code, m in self.rng.sample(members, asked):
+            self.plants.append(Plant("exact", (m.message_id,), {"family": fam["name"], "code": code,
+                                                                "question": fam["question"].format(code=code)}))
+
+    def paraphrase_facts(self, count: int) -> None:
+        pairs = [(s, p) for s in range(len(PARAPHRASES)) for p in range(len(PLACES))]
+        self.rng.shuffle(pairs)
+        chosen = pairs[:count]
+        written: set[tuple[int, int]] = set()
+
+        def write(s: int, p: int) -> SynthMessage:
+            sender = self.person()
+            fact = PARAPHRASES[s][0].format(city=PLACES[p][0])
+            subject = fact.split(" ")[0:5]
+            m = self.add(sender=self.addr(sender), subject=" ".join(subject).rstrip(".,") + "...",
+                         body=self.body(fact, sender[0]), date=self.date(), category="work")
+            written.add((s, p))
+            return m
+
+        for s, p in chosen:
+            target = write(s, p)
+            if self.rng.random() < 0.3:  # a reply quotes the fact: it must rank below the original
+                self.reply(target, ME, self.rng.choice(REPLIES))
+            self.plants.append(Plant("paraphrase", (target.message_id,), {
+                "question": PARAPHRASES[s][1].format(country=PLACES[p][1]), "fact": PARAPHRASES[s][0],
+                "city": PLACES[p][0]}))
+        # look-alikes: the same sentence about other places, and other sentences about the place
+        for s, p in chosen:
+            for _ in range(2):
+                other = self.rng.randrange(len(PLACES))
+                if (s, other) not in written:
+                    write(s, other)
+            other_s = self.rng.randrange(len(PARAPHRASES))
+            if (other_s, p) not in written:
+                write(other_s, p)
+
+    def filter_group(self, group: dict[str, str]) -> None:
+        by = group["by"]
+        people = self.rng.sample(PEOPLE, GROUP_SIZE)
+        labels = self.rng.sample(GROUP_LABELS, GROUP_SIZE)
+        start = self.date().replace(month=1, day=10)
+        members = []
+        for i in range(GROUP_SIZE):
+            p = people[i]
+            date = start + timedelta(days=28 * i) if by == "after" else self.date()
+            m = self.add(sender=self.addr(p), subject=group["subject"], body=self.body(group["body"], p[0]),
+                         date=date, category="work", labels=(labels[i],) if by == "label" else (),
+                         disposition="inbox")
+            members.append((p, labels[i], m))
+        if by == "after":  # the newest by after:, the oldest by before:
+            picks = [(members[-1], "after", members[-1][2].date), (members[0], "before", members[1][2].date)]
+        else:
+            picks = [(m, by, m[2].date) for m in self.rng.sample(members, 3)]
+        for (p, label, target), op, when in picks:
+            slots = {"by": op, "subject": group["subject"], "sender": p[0].split()[1],
+                     "label": label, "date": when.strftime("%Y-%m-%d")}
+            self.plants.append(Plant("filtered", (target.message_id,), slots))
+
+    def incident_group(self, asked: int) -> None:
+        code = self.code("OPS-{n4}")
+        start = self.date()
+        members = []
+        for i, (fact, _q) in enumerate(INCIDENT_ASPECTS):
+            m = self.add(sender="Ops Status <status@northwind.example>", subject=f"[{code}] incident update",
+                         body=f"Update on incident {code}.\n\n{fact}\n\nThe status page has the timeline.",
+                         date=start + timedelta(hours=3 * i), category="notifications", disposition="inbox")
+            members.append(m)
+        for i in self.rng.sample(range(len(INCIDENT_ASPECTS)), asked):
+            self.plants.append(Plant("mixed", (members[i].message_id,), {
+                "code": code, "question": INCIDENT_ASPECTS[i][1].format(code=code)}))
+
+    # ---- filler ---------------------------------------------------------------------------------
+
+    def thread(self) -> None:
+        subject, text = self.rng.choice(THREAD_TOPICS)
+        first_sender = self.person()
+        folder = self.rng.choice(("INBOX", "INBOX", "Work/Projects", "Archive"))
+        m = self.add(sender=self.addr(first_sender), subject=subject, body=self.body(text, first_sender[0]),
+                     date=self.date(), folder=folder, category="work")
+        for _ in range(self.rng.randrange(1, 4)):
+            m = self.reply(m, self.rng.choice((ME, self.person())), self.rng.choice(REPLIES))
+
+    def newsletter(self) -> None:
+        name, addr, subject, text = self.rng.choice(NEWSLETTERS)
+        issue = self.rng.randrange(1, 300)
+        self.add(sender=f"{name} <{addr}>", subject=f"{subject} #{issue}", body=text, date=self.date(),
+                 folder="Newsletters", category="newsletters", list_id=f"<{addr.split('@')[1]}>",
+                 disposition=self.rng.choice(("inbox", "archived", "discarded")))
+
+    def notification(self) -> None:
+        name, addr, subject, text = self.rng.choice(NOTIFICATIONS)
+        self.add(sender=f"{name} <{addr}>", subject=subject, body=text, date=self.date(),
+                 folder="Notifications", category="notifications")
+
+
+def generate(messages: int = 1000, seed: int = 0) -> Mailbox:
+    """About `messages` messages (at least 150) with planted facts; same seed, same mailbox."""
+    if messages < 150:
+        raise ValueError(f"--messages {messages}: the planted families alone need at least 150 messages")
+    b = _Builder(seed)
+    scale = messages / 1000
+    families = max(2, min(len(IDENTIFIER_FAMILIES), round(5 * scale)))
+    for fam in b.rng.sample(IDENTIFIER_FAMILIES, families):
+        b.identifier_family(fam, asked=8)
+    b.paraphrase_facts(max(10, min(len(PARAPHRASES) * len(PLACES) // 3, round(40 * scale))))
+    groups = max(3, min(len(FILTER_GROUPS), round(10 * scale)))
+    by_kind = {k: [g for g in FILTER_GROUPS if g["by"] == k] for k in ("from", "after", "label")}
+    order = [g for trio in zip(*by_kind.values()) for g in trio] + by_kind["from"][3:]
+    for group in order[:groups]:
+        b.filter_group(group)
+    for _ in range(max(4, round(14 * scale))):
+        b.incident_group(asked=2)
+    while len(b.messages) < messages:
+        r = b.rng.random()
+        if r < 0.45:
+            b.thread()
+        elif r < 0.75:
+            b.newsletter()
+        else:
+            b.notification()
+    msgs = b.messages[:messages] if len(b.messages) > messages else b.messages
+    kept = {m.message_id for m in msgs}
+    plants = tuple(p for p in b.plants if all(r in kept for r in p.relevant))
+    return Mailbox(seed, tuple(msgs), plants)
+
+
+def write_maildir(mailbox: Mailbox, root: Path) -> Path:
+    """Write the mailbox as a Maildir++ tree (INBOX at the root, `.Sub.Folder` beside it).
+
+    Read mail goes to cur/ with the S flag, unread to new/; each file's mtime is its date, so the
+    import's arrival time agrees with the Date header.
+    """
+    inbox = root / "INBOX"
+    for i, m in enumerate(mailbox.messages):
+        folder = inbox if m.folder == "INBOX" else inbox / ("." + m.folder.replace("/", "."))
+        for sub in ("cur", "new", "tmp"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        flags = ("F" if m.flagged else "") + ("S" if m.seen else "")
+        name = f"{int(m.date.timestamp())}.{i:05d}.synthetic"
+        path = folder / "cur" / f"{name}:2,{flags}" if m.seen or m.flagged else folder / "new" / name
+        path.write_bytes(m.raw)
+        ts = m.date.timestamp()
+        os.utime(path, (ts, ts))
+    return inbox
