@@ -793,6 +793,26 @@ class Store:
         return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
             "SELECT id, subject, problem FROM messages WHERE problem IS NOT NULL ORDER BY id LIMIT ?", (limit,))]
 
+    # ---- sync: matching messages again without downloading them ---------------------------------
+
+    def stale_locations(self, folder_id: int, keep_uidvalidity: int) -> list[tuple[int | None, int, str | None, int]]:
+        """Locations of a folder left at another UIDVALIDITY: (uidvalidity, uid, Message-ID, size)."""
+        return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
+            "SELECT l.uidvalidity, l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
+            "WHERE l.folder_id = ? AND l.uid IS NOT NULL AND l.uidvalidity IS NOT ? ORDER BY l.uid",
+            (folder_id, keep_uidvalidity))]
+
+    def location_sample(self, folder_id: int, limit: int = 10) -> list[tuple[int, str | None, int]]:
+        """Up to `limit` (uid, Message-ID, size) spread over a folder: enough to recognise it renamed."""
+        rows = self.db.execute(
+            "SELECT l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
+            "WHERE l.folder_id = ? AND l.uid IS NOT NULL ORDER BY l.uid", (folder_id,)).fetchall()
+        step = max(1, len(rows) // limit)
+        return [tuple(r) for r in rows[::step][:limit]]  # type: ignore[misc]
+
+    def location_count(self, folder_id: int) -> int:
+        return self.db.execute("SELECT count(*) FROM locations WHERE folder_id = ?", (folder_id,)).fetchone()[0]
+
 
 def _size(path: str) -> int:
     try:

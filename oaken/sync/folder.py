@@ -1,0 +1,281 @@
+"""One folder's sync: push queued flag changes, then pull what changed on the server.
+
+The folder state (UIDVALIDITY, UIDNEXT, HIGHESTMODSEQ) is written in the same transaction as the
+messages it accounts for, so a kill at any moment resumes exactly: UIDNEXT only ever means "every
+UID below this is stored", and HIGHESTMODSEQ is the one SELECT reported before anything was read,
+so a change made while we fetch is seen again next time rather than missed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from oaken import crashpoints, envelope, log
+from oaken.store import SEEN, Folder, Store
+from oaken.sync.imap import Connection, Selected, _modseq, flag_names, internaldate, uid_set
+
+HEADER_ITEMS = b"UID RFC822.SIZE FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
+PUSH_RETRIES = 3
+
+Progress = Callable[[int], None]
+OnBatch = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class FolderReport:
+    folder: str
+    new: int = 0  # locations added from downloaded messages
+    matched: int = 0  # re-matched after a UIDVALIDITY change without downloading
+    flags: int = 0  # locations whose flags changed on the server
+    expunged: int = 0  # locations removed
+    pushed: int = 0  # local flag changes applied on the server
+    rejected: int = 0  # local flag changes the server refused (kept, reported)
+    uidvalidity_changed: bool = False
+    skipped: bool = False  # unchanged by STATUS: not even selected
+    complete: bool = True  # False when stopped between batches
+    bytes: int = 0
+    seconds: float = 0.0
+
+
+class FolderSync:
+    """Brings one folder of raw.db in line with the server over an open connection."""
+
+    def __init__(self, conn: Connection, store: Store, account_id: int, folder: Folder, *, batch_size: int = 500,
+                 progress: Progress | None = None, on_batch: OnBatch | None = None,
+                 stop: threading.Event | None = None):
+        self.conn = conn
+        self.store = store
+        self.account_id = account_id
+        self.folder = folder
+        self.batch_size = max(1, batch_size)
+        self.progress = progress
+        self.on_batch = on_batch
+        self.stop = stop
+        self.counts = {"new": 0, "matched": 0, "flags": 0, "expunged": 0, "pushed": 0, "rejected": 0, "bytes": 0}
+        self.complete = True
+        self.pushed: dict[int, tuple[tuple[str, ...], int | None]] = {}  # uid -> flags the server has now
+        self.log = log.get("oaken.sync").bind(folder=folder.name)
+
+    def run(self) -> FolderReport:
+        t0 = time.perf_counter()
+        f = self.folder
+        resync = (f.uidvalidity, f.highestmodseq) if f.uidvalidity and f.highestmodseq else None
+        sel = self.conn.select(f.name, qresync=resync)
+        self._push(sel)
+        changed_uv = f.uidvalidity is not None and f.uidvalidity != sel.uidvalidity
+        if changed_uv:
+            self.log.warning("uidvalidity changed", old=f.uidvalidity, new=sel.uidvalidity)
+            start = self._rematch(sel)
+        elif f.uidvalidity is None:
+            start = 1
+        else:
+            start = f.uidnext or 1
+            self._pull_changes(sel, start)
+        if self.complete:
+            self._pull_new(sel, start)
+        return FolderReport(f.name, uidvalidity_changed=changed_uv, complete=self.complete,
+                            seconds=round(time.perf_counter() - t0, 4), **self.counts)
+
+    # ---- push: local flag changes first, so the pull never reverts them -------------------------
+
+    def _push(self, sel: Selected) -> None:
+        changes = self.store.pending_flag_changes(self.folder.id)
+        for ch in changes:
+            if ch.uid is None or ch.uidvalidity != sel.uidvalidity:
+                continue  # its location is matched again below; pushed on the next pass
+            modseq = ch.modseq if self.conn.condstore else None
+            result = None
+            for _attempt in range(PUSH_RETRIES):
+                result = self.conn.store_flag(ch.uid, ch.op, ch.flag, unchangedsince=modseq)
+                if not result.ok or not result.modified:
+                    break
+                # changed on the server meanwhile: learn its current state, then try again on top of it
+                current = self.conn.fetch([ch.uid], b"UID FLAGS MODSEQ" if self.conn.condstore else b"UID FLAGS")
+                if ch.uid not in current:
+                    break
+                modseq = _modseq(current[ch.uid])
+            assert result is not None
+            flags, new_modseq = result.flags, result.modseq
+            if result.ok and flags is None:
+                current = self.conn.fetch([ch.uid], b"UID FLAGS MODSEQ" if self.conn.condstore else b"UID FLAGS")
+                if ch.uid in current:
+                    flags = flag_names(current[ch.uid].get(b"FLAGS", ()))
+                    new_modseq = _modseq(current[ch.uid])
+            crashpoints.reached("sync.mid_flag_push", folder=self.folder.name, uid=ch.uid)
+            with self.store.transaction():
+                if not result.ok or result.modified:
+                    error = result.error or "the message kept changing on the server (UNCHANGEDSINCE failed)"
+                    self.store.finish_flag_change(ch.id, error=error)
+                    self.counts["rejected"] += 1
+                    self.log.warning("flag change refused", message=ch.message, uid=ch.uid, op=ch.op,
+                                     flag=ch.flag, error=error)
+                    continue
+                self.store.finish_flag_change(ch.id)
+                self.counts["pushed"] += 1
+                if flags is not None:
+                    self.pushed[ch.uid] = (flags, new_modseq)
+                    self.store.set_flags(self.folder.id, sel.uidvalidity, ch.uid, flags, new_modseq)
+
+    # ---- pull: expunges and flag changes of the UIDs we have -----------------------------------
+
+    def _pull_changes(self, sel: Selected, start: int) -> None:
+        f = self.folder
+        known = self.store.folder_uids(f.id, sel.uidvalidity)
+        gone: set[int] = set()
+        changed: dict[int, tuple[tuple[str, ...], int | None]] = {}
+        if self.conn.qresync and f.highestmodseq:
+            gone = set(sel.vanished)
+            changed = dict(sel.changed)
+        elif self.conn.condstore and f.highestmodseq and sel.highestmodseq is not None:
+            if sel.highestmodseq != f.highestmodseq and start > 1:
+                fetched = self.conn.fetch(f"1:{start - 1}".encode(), b"UID FLAGS MODSEQ",
+                                          f"CHANGEDSINCE {f.highestmodseq}".encode())
+                changed = {u: (flag_names(i.get(b"FLAGS", ())), _modseq(i)) for u, i in fetched.items()}
+            if sel.highestmodseq != f.highestmodseq or sel.exists != f.exists_count:
+                gone = set(known) - set(self.conn.search_uids(f"UID 1:{max(start - 1, 1)}".encode()))
+        elif start > 1 and known:
+            # no CONDSTORE: every flag, and the UID set compared with ours
+            fetched = self.conn.fetch(f"1:{start - 1}".encode(), b"UID FLAGS")
+            fetched = {u: i for u, i in fetched.items() if u < start}
+            changed = {u: (flag_names(i.get(b"FLAGS", ())), None) for u, i in fetched.items()}
+            gone = set(known) - set(fetched)
+        gone &= set(known)
+        changed.update(self.pushed)  # SELECT's report predates our own STOREs
+        overlay = self._pending_overlay(sel.uidvalidity)
+        updates = 0
+        with self.store.transaction():
+            if gone:
+                self.store.remove_uids(f.id, sel.uidvalidity, sorted(gone))
+                self.store.drop_orphan_flag_changes()
+            for uid, (flags, modseq) in changed.items():
+                if uid not in known or uid in gone:
+                    continue
+                new = _with_pending(flags, overlay.get(uid, ()))
+                if set(new) != set(known[uid][1]) - {"\\Recent"}:
+                    updates += 1
+                self.store.set_flags(f.id, sel.uidvalidity, uid, new, modseq)
+            self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity, uidnext=start,
+                                        highestmodseq=sel.highestmodseq, exists_count=sel.exists)
+        self.counts["expunged"] += len(gone)
+        self.counts["flags"] += updates
+
+    def _pending_overlay(self, uidvalidity: int) -> dict[int, list[tuple[str, str]]]:
+        """Local changes not yet pushed (made while this sync ran): kept on top of the server's flags."""
+        out: dict[int, list[tuple[str, str]]] = {}
+        for ch in self.store.pending_flag_changes(self.folder.id):
+            if ch.uid is not None and ch.uidvalidity == uidvalidity:
+                out.setdefault(ch.uid, []).append((ch.op, ch.flag))
+        return out
+
+    # ---- pull: new mail by UID range, in batches ------------------------------------------------
+
+    def _pull_new(self, sel: Selected, start: int) -> None:
+        uids: list[int] = []
+        if sel.uidnext > start:
+            uids = [u for u in self.conn.search_uids(f"UID {start}:*".encode()) if u >= start]
+        self._download(sel, uids, advance_state=True, start=start)
+
+    def _download(self, sel: Selected, uids: Sequence[int], *, advance_state: bool, start: int = 1) -> None:
+        f = self.folder
+        items = b"UID FLAGS INTERNALDATE BODY.PEEK[]" + (b" MODSEQ" if self.conn.condstore else b"")
+        uids = sorted(uids)
+        if not uids and advance_state:
+            with self.store.transaction():
+                self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity, uidnext=max(sel.uidnext, start),
+                                            highestmodseq=sel.highestmodseq, exists_count=sel.exists)
+            return
+        for i in range(0, len(uids), self.batch_size):
+            if self.stop is not None and self.stop.is_set():
+                self.complete = False
+                return
+            batch = uids[i:i + self.batch_size]
+            fetched = self.conn.fetch(batch, items)
+            overlay = self._pending_overlay(sel.uidvalidity)
+            last = i + self.batch_size >= len(uids)
+            added = 0
+            with self.store.transaction():
+                for n, uid in enumerate(sorted(fetched)):
+                    item = fetched[uid]
+                    raw = item.get(b"BODY[]")
+                    if raw is None:
+                        continue
+                    flags = _with_pending(flag_names(item.get(b"FLAGS", ())), overlay.get(uid, ()))
+                    result = self.store.add_message(
+                        self.account_id, bytes(raw), folder_id=f.id, uidvalidity=sel.uidvalidity, uid=uid,
+                        flags=flags, internaldate=internaldate(item.get(b"INTERNALDATE")),
+                        modseq=_modseq(item), source=f"imap:{f.name}")
+                    added += int(result.new_location)
+                    self.counts["bytes"] += len(raw)
+                    if n == len(fetched) // 2:
+                        crashpoints.reached("sync.mid_batch", folder=f.name, uid=uid)
+                crashpoints.reached("sync.before_state", folder=f.name, uid=batch[-1])
+                if advance_state:
+                    uidnext = max(sel.uidnext, batch[-1] + 1, start) if last else batch[-1] + 1
+                    self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity, uidnext=uidnext,
+                                                highestmodseq=sel.highestmodseq, exists_count=sel.exists)
+            crashpoints.reached("sync.after_batch", folder=f.name, uid=batch[-1])
+            self.counts["new"] += added
+            if self.progress:
+                self.progress(len(batch))
+            if self.on_batch and added:
+                self.on_batch(added)
+
+    # ---- UIDVALIDITY changed: match again by Message-ID and size, download only the rest -------
+
+    def _rematch(self, sel: Selected) -> int:
+        f = self.folder
+        uv = sel.uidvalidity
+        known = self.store.folder_uids(f.id, uv)  # matched by an earlier, interrupted pass
+        server = [u for u in self.conn.search_uids(b"ALL") if u not in known]
+        candidates: dict[tuple[str, int], list[tuple[int | None, int]]] = {}
+        for old_uv, old_uid, message_id, size in self.store.stale_locations(f.id, uv):
+            if message_id:
+                candidates.setdefault((message_id, size), []).append((old_uv, old_uid))
+        relocate: list[tuple[int | None, int, int, tuple[str, ...], int | None]] = []
+        download: list[int] = []
+        for i in range(0, len(server), 1000):
+            part = server[i:i + 1000]
+            fetched = self.conn.fetch(part, HEADER_ITEMS + (b" MODSEQ" if self.conn.condstore else b""))
+            for uid in part:
+                item = fetched.get(uid)
+                if item is None:
+                    continue
+                header = next((v for k, v in item.items() if k.startswith(b"BODY[HEADER")), b"") or b""
+                ids = envelope.message_ids(bytes(header).decode("utf-8", "replace"))
+                key = (ids[0], int(item.get(b"RFC822.SIZE", -1))) if ids else None
+                olds = candidates.get(key) if key else None
+                if olds:
+                    old_uv, old_uid = olds.pop(0)
+                    relocate.append((old_uv, old_uid, uid, flag_names(item.get(b"FLAGS", ())), _modseq(item)))
+                else:
+                    download.append(uid)
+        with self.store.transaction():
+            for old_uv, old_uid, uid, flags, modseq in relocate:
+                self.store.relocate(f.id, old_uv, old_uid, uv, uid, flags, modseq)
+        self.counts["matched"] += len(relocate)
+        self._download(sel, download, advance_state=False)
+        if not self.complete:
+            return sel.uidnext
+        with self.store.transaction():
+            self.counts["expunged"] += len(self.store.stale_locations(f.id, uv))
+            self.store.drop_stale_uidvalidity(f.id, uv)
+            self.store.drop_orphan_flag_changes()
+            self.store.set_folder_state(f.id, uidvalidity=uv, uidnext=sel.uidnext,
+                                        highestmodseq=sel.highestmodseq, exists_count=sel.exists)
+        return sel.uidnext
+
+
+def _with_pending(flags: Sequence[str], pending: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    out = set(flags)
+    for op, flag in pending:
+        if op == "+":
+            out.add(flag)
+        else:
+            out.discard(flag)
+    return tuple(sorted(out))
+
+
+__all__ = ["FolderSync", "FolderReport", "SEEN", "uid_set"]

@@ -1,0 +1,454 @@
+"""One IMAP connection: TLS, login, raw commands imapclient lacks (QRESYNC SELECT, LIST-STATUS,
+conditional STORE), IDLE. Socket timeouts are always set, so a silent link ends in TimeoutError
+instead of hanging forever.
+
+Errors are sorted into two kinds: `SyncError` (a bad password, an untrusted certificate: retrying
+will not help, so it is reported once) and `ConnectionLost` (the link or the server went away:
+what was stored stays stored, and the next attempt resumes).
+"""
+
+from __future__ import annotations
+
+import imaplib
+import os
+import re
+import shlex
+import ssl
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from imapclient import IMAPClient, imap_utf7
+from imapclient.response_parser import parse_fetch_response, parse_response
+
+from oaken import log
+from oaken.config import AccountConfig, _is_loopback
+from oaken.errors import SyncError
+
+# What a dropped link, a killed server process, a silent network or a broken TLS record raises.
+TRANSIENT: tuple[type[BaseException], ...] = (IMAPClient.AbortError, OSError, TimeoutError, ssl.SSLError, EOFError)
+
+
+class ConnectionLost(SyncError):
+    """The connection failed mid-sync; everything committed is kept and a retry resumes."""
+
+
+@dataclass(frozen=True)
+class FolderStatus:
+    messages: int | None
+    uidnext: int | None
+    uidvalidity: int | None
+    highestmodseq: int | None
+
+
+@dataclass(frozen=True)
+class ServerFolder:
+    name: str
+    delimiter: str | None
+    flags: tuple[str, ...]
+    subscribed: bool
+    status: FolderStatus | None
+
+    @property
+    def special_use(self) -> str | None:
+        for f in self.flags:
+            if f.lower() in ("\\junk", "\\trash", "\\sent", "\\drafts", "\\archive", "\\all", "\\flagged"):
+                return f
+        return None
+
+    @property
+    def selectable(self) -> bool:
+        return not any(f.lower() in ("\\noselect", "\\nonexistent") for f in self.flags)
+
+
+@dataclass(frozen=True)
+class Selected:
+    """What SELECT told us; with QRESYNC also what changed since the state we gave it."""
+
+    name: str
+    uidvalidity: int
+    uidnext: int
+    exists: int
+    highestmodseq: int | None
+    vanished: frozenset[int]
+    changed: dict[int, tuple[tuple[str, ...], int | None]]  # uid -> (flags, modseq)
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    ok: bool
+    modified: bool  # UNCHANGEDSINCE failed: the message changed on the server meanwhile
+    flags: tuple[str, ...] | None  # the flags the server reported after the STORE
+    modseq: int | None
+    error: str | None = None
+
+
+def _where(account: AccountConfig) -> str:
+    return f"[accounts.{account.name}]"
+
+
+def _run_secret_command(account: AccountConfig, key: str, command: str) -> str:
+    try:
+        out = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise SyncError(f"{_where(account)} {key}: {shlex.split(command)[0]!r} did not finish in 60 s") from None
+    if out.returncode != 0:
+        raise SyncError(f"{_where(account)} {key}: the command exited {out.returncode}: "
+                        f"{out.stderr.strip()[:200] or 'no message'}")
+    value = out.stdout.splitlines()[0].strip() if out.stdout.strip() else ""
+    if not value:
+        raise SyncError(f"{_where(account)} {key}: the command printed nothing")
+    return value
+
+
+def password(account: AccountConfig) -> str:
+    """The password from the one source the config names (like mbsync's PassCmd)."""
+    value: str | None = None
+    if account.password_command:
+        value = _run_secret_command(account, "password_command", account.password_command)
+    elif account.password_env:
+        value = os.environ.get(account.password_env)
+        if not value:
+            raise SyncError(f"{_where(account)} password_env: the environment variable "
+                            f"{account.password_env} is not set")
+    elif account.password_file:
+        path = Path(account.password_file).expanduser()
+        try:
+            if path.stat().st_mode & 0o077:
+                raise SyncError(f"{_where(account)} password_file: {path} is readable by others; "
+                                f"run: chmod 600 {path}")
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as e:
+            raise SyncError(f"{_where(account)} password_file: cannot read {path}: {e.strerror}") from None
+        value = lines[0].strip() if lines else ""
+        if not value:
+            raise SyncError(f"{_where(account)} password_file: {path} is empty")
+    elif account.password:
+        value = account.password
+    if not value:
+        raise SyncError(f"{_where(account)}: no password source; set password_command, password_env or password_file")
+    log.register_secret(value)
+    return value
+
+
+def oauth2_token(account: AccountConfig) -> str:
+    if not account.oauth2_token_command:
+        raise SyncError(f"{_where(account)} oauth2_token_command: required when auth = {account.auth!r}")
+    token = _run_secret_command(account, "oauth2_token_command", account.oauth2_token_command)
+    log.register_secret(token)
+    return token
+
+
+def _ssl_context(account: AccountConfig) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=account.ca_file) if account.ca_file else ssl.create_default_context()
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+def _quote(name: str) -> bytes:
+    raw = imap_utf7.encode(name)
+    return b'"' + raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
+
+
+def uid_set(uids: Iterable[int]) -> bytes:
+    """1,2,3,7 -> b'1:3,7': short commands even for thousands of UIDs."""
+    out: list[str] = []
+    start = prev = None
+    for u in sorted(set(uids)):
+        if start is None:
+            start = prev = u
+        elif u == prev + 1:  # type: ignore[operator]
+            prev = u
+        else:
+            out.append(f"{start}:{prev}" if start != prev else str(start))
+            start = prev = u
+    if start is not None:
+        out.append(f"{start}:{prev}" if start != prev else str(start))
+    return ",".join(out).encode()
+
+
+def parse_uid_set(text: bytes | str) -> set[int]:
+    s = text.decode() if isinstance(text, bytes) else text
+    out: set[int] = set()
+    for part in s.strip().split(","):
+        if not part:
+            continue
+        if ":" in part:
+            a, b = (int(x) for x in part.split(":"))
+            out.update(range(min(a, b), max(a, b) + 1))
+        else:
+            out.add(int(part))
+    return out
+
+
+def _text(v: object) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def flag_names(flags: Iterable[object]) -> tuple[str, ...]:
+    return tuple(_text(f) for f in flags)
+
+
+def _modseq(item: dict) -> int | None:
+    v = item.get(b"MODSEQ")
+    if isinstance(v, tuple) and v:
+        return int(v[0])
+    return int(v) if isinstance(v, int) else None
+
+
+class Connection:
+    """A logged-in IMAP session for one account."""
+
+    def __init__(self, account: AccountConfig, client: IMAPClient):
+        self.account = account
+        self.client = client
+        self.caps = {c.decode().upper() if isinstance(c, bytes) else c.upper() for c in client.capabilities()}
+        self.condstore = "CONDSTORE" in self.caps or "QRESYNC" in self.caps
+        self.qresync = "QRESYNC" in self.caps
+        self.list_status = "LIST-STATUS" in self.caps
+        self.selected: str | None = None
+        if self.qresync:
+            self.client.enable("QRESYNC")
+        elif self.condstore:
+            self.client.enable("CONDSTORE") if "ENABLE" in self.caps else None
+
+    # ---- raw commands -----------------------------------------------------------------------
+
+    def command(self, line: bytes) -> tuple[str, bytes, dict[str, list]]:
+        """Send one command; returns (OK|NO, tagged text, untagged responses by name)."""
+        imap = self.client._imap
+        imap.untagged_responses = {}
+        tag = imap._new_tag()
+        imap.send(tag + b" " + line + b"\r\n")
+        name = line.split(b" ", 2)[1 if line.startswith(b"UID ") else 0].decode()
+        try:
+            typ, data = imap._command_complete(name, tag)
+        except imaplib.IMAP4.abort:
+            raise
+        except imaplib.IMAP4.error as e:  # BAD
+            raise IMAPClient.Error(f"{line[:80]!r}: {e}") from None
+        untagged = imap.untagged_responses
+        imap.untagged_responses = {}
+        text = data[0] if data and isinstance(data[0], bytes) else b""
+        return typ, text, untagged
+
+    def _check(self, line: bytes) -> dict[str, list]:
+        typ, text, untagged = self.command(line)
+        if typ != "OK":
+            raise IMAPClient.Error(f"{line[:80].decode(errors='replace')}: {typ} {text.decode(errors='replace')}")
+        return untagged
+
+    # ---- folders ------------------------------------------------------------------------------
+
+    def list_folders(self) -> list[ServerFolder]:
+        """Every folder with its subscription, special use and, with LIST-STATUS, its STATUS, in one
+        round trip; without LIST-STATUS, one STATUS per subscribed folder."""
+        items = b"MESSAGES UIDNEXT UIDVALIDITY" + (b" HIGHESTMODSEQ" if self.condstore else b"")
+        if self.list_status and "LIST-EXTENDED" in self.caps:
+            special = b" SPECIAL-USE" if "SPECIAL-USE" in self.caps else b""
+            untagged = self._check(b'LIST "" "*" RETURN (SUBSCRIBED' + special + b" STATUS (" + items + b"))")
+            statuses = self._statuses(untagged.get("STATUS", []))
+            return [ServerFolder(n, d, f, "\\Subscribed" in f or n.upper() == "INBOX", statuses.get(n))
+                    for f, d, n in self._list_entries(untagged.get("LIST", []))]
+        subscribed = {n for _f, _d, n in self._list_entries(self._check(b'LSUB "" "*"').get("LSUB", []))}
+        out = []
+        for flags, delim, name in self._list_entries(self._check(b'LIST "" "*"').get("LIST", [])):
+            sub = name in subscribed or name.upper() == "INBOX"
+            status = None
+            if sub and "\\Noselect" not in flags:
+                status = self._statuses(self._check(b"STATUS " + _quote(name) + b" (" + items + b")")
+                                        .get("STATUS", [])).get(name)
+            out.append(ServerFolder(name, delim, flags, sub, status))
+        return out
+
+    def _list_entries(self, data: list) -> Iterator[tuple[tuple[str, ...], str | None, str]]:
+        for flags, delim, name in self.client._proc_folder_list([d for d in data if d is not None]):
+            yield (flag_names(flags), _text(delim) if delim is not None else None,
+                   name if isinstance(name, str) else imap_utf7.decode(name))
+
+    @staticmethod
+    def _statuses(data: list) -> dict[str, FolderStatus]:
+        out: dict[str, FolderStatus] = {}
+        for entry in data:
+            parts = parse_response([entry] if isinstance(entry, bytes) else list(entry))
+            name = imap_utf7.decode(parts[0]) if isinstance(parts[0], bytes) else str(parts[0])
+            values = dict(zip(parts[1][::2], parts[1][1::2]))
+            out[name] = FolderStatus(values.get(b"MESSAGES"), values.get(b"UIDNEXT"),
+                                     values.get(b"UIDVALIDITY"), values.get(b"HIGHESTMODSEQ"))
+        return out
+
+    def select(self, name: str, *, readonly: bool = False,
+               qresync: tuple[int, int] | None = None) -> Selected:
+        """SELECT (or EXAMINE); with `qresync=(uidvalidity, modseq)` the server reports what vanished
+        and which flags changed since then, in the same round trip (RFC 7162)."""
+        line = (b"EXAMINE " if readonly else b"SELECT ") + _quote(name)
+        if qresync and self.qresync:
+            line += f" (QRESYNC ({qresync[0]} {qresync[1]}))".encode()
+        elif self.condstore:
+            line += b" (CONDSTORE)"
+        untagged = self._check(line)
+        self.client._imap.state = "SELECTED"
+        self.selected = name
+
+        def num(key: str) -> int | None:
+            v = untagged.get(key)
+            return int(v[-1].split()[0]) if v and v[-1] else None
+
+        vanished: set[int] = set()
+        for v in untagged.get("VANISHED", []):
+            text = _text(v)
+            vanished |= parse_uid_set(text.replace("(EARLIER)", "").strip())
+        changed = self._flag_changes(untagged.get("FETCH", []))
+        uidvalidity = num("UIDVALIDITY")
+        if uidvalidity is None:
+            raise IMAPClient.Error(f"SELECT {name}: the server sent no UIDVALIDITY")
+        exists = num("EXISTS") or 0
+        uidnext = num("UIDNEXT")
+        if uidnext is None:  # allowed by RFC 3501 when the folder is empty; find it ourselves
+            uids = self.search_uids(b"ALL") if exists else []
+            uidnext = max(uids) + 1 if uids else 1
+        return Selected(name, uidvalidity, uidnext, exists, num("HIGHESTMODSEQ") if self.condstore else None,
+                        frozenset(vanished), changed)
+
+    @staticmethod
+    def _flag_changes(data: list) -> dict[int, tuple[tuple[str, ...], int | None]]:
+        out: dict[int, tuple[tuple[str, ...], int | None]] = {}
+        if not data:
+            return out
+        for _seq, item in parse_fetch_response(data, False, False).items():
+            uid = item.get(b"UID")
+            if uid is not None and b"FLAGS" in item:
+                out[int(uid)] = (flag_names(item[b"FLAGS"]), _modseq(item))
+        return out
+
+    # ---- messages -----------------------------------------------------------------------------
+
+    def search_uids(self, criteria: bytes) -> list[int]:
+        untagged = self._check(b"UID SEARCH " + criteria)
+        out: list[int] = []
+        for line in untagged.get("SEARCH", []):
+            if line:
+                out.extend(int(x) for x in line.split() if x.isdigit())
+        return sorted(out)
+
+    def fetch(self, uids: Sequence[int] | bytes, items: bytes, modifiers: bytes = b"") -> dict[int, dict]:
+        """UID FETCH; returns uid -> items (bodies under b'BODY[]')."""
+        spec = uids if isinstance(uids, bytes) else uid_set(uids)
+        if not spec:
+            return {}
+        line = b"UID FETCH " + spec + b" (" + items + b")" + ((b" (" + modifiers + b")") if modifiers else b"")
+        data = self._check(line).get("FETCH", [])
+        if not data:
+            return {}
+        return {int(uid): item for uid, item in parse_fetch_response(data, False, True).items()}
+
+    def store_flag(self, uid: int, op: str, flag: str, *, unchangedsince: int | None = None) -> StoreResult:
+        """Add or remove one flag on one message; UNCHANGEDSINCE makes it conditional (RFC 7162)."""
+        mod = f" (UNCHANGEDSINCE {unchangedsince})".encode() if unchangedsince is not None else b""
+        line = f"UID STORE {uid}".encode() + mod + f" {op}FLAGS ({flag})".encode()
+        typ, text, untagged = self.command(line)
+        if typ != "OK":
+            return StoreResult(False, False, None, None, f"{typ} {text.decode(errors='replace')}")
+        modified = text.upper().startswith(b"[MODIFIED")
+        flags: tuple[str, ...] | None = None
+        modseq = None
+        for fetched_uid, (f, m) in self._flag_changes(untagged.get("FETCH", [])).items():
+            if fetched_uid == uid:
+                flags, modseq = f, m
+        return StoreResult(True, modified, flags, modseq)
+
+    def noop(self) -> None:
+        self._check(b"NOOP")
+
+    def close(self) -> None:
+        try:
+            self.client.logout()
+        except Exception:  # noqa: BLE001 - a dead link cannot say goodbye
+            try:
+                self.client.shutdown()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def internaldate(value: object) -> int | None:
+    return int(value.timestamp()) if isinstance(value, datetime) else None
+
+
+def connect(account: AccountConfig, *, timeout: float | None = None) -> Connection:
+    """Open, secure and log in. A refused login or an untrusted certificate raises SyncError once;
+    a network failure raises ConnectionLost."""
+    where = _where(account)
+    port = account.effective_port
+    if account.tls == "none" and not (account.allow_plaintext or _is_loopback(account.host)):
+        raise SyncError(f"{where} tls: \"none\" to {account.host} would send the password in the clear; "
+                        "use implicit or starttls, or set allow_plaintext = true")
+    secret = oauth2_token(account) if account.auth in ("xoauth2", "oauthbearer") else password(account)
+    t = timeout if timeout is not None else (account.timeout_seconds or 60.0)
+    try:
+        ctx = _ssl_context(account)
+    except (OSError, ssl.SSLError) as e:
+        raise SyncError(f"{where} ca_file: cannot load {account.ca_file}: {e}") from None
+    client = None
+    try:
+        if account.tls == "implicit":
+            client = IMAPClient(account.host, port, ssl=True, ssl_context=ctx, timeout=t)
+        else:
+            client = IMAPClient(account.host, port, ssl=False, timeout=t)
+            if account.tls == "starttls":
+                if not client.has_capability("STARTTLS"):
+                    raise SyncError(f"{where} tls: {account.host}:{port} does not offer STARTTLS; "
+                                    "use tls = \"implicit\" with its IMAPS port")
+                client.starttls(ctx)
+        if account.auth == "xoauth2":
+            client.oauth2_login(account.username, secret)
+        elif account.auth == "oauthbearer":
+            client.oauthbearer_login(account.username, secret)
+        else:
+            client.login(account.username, secret)
+        return Connection(account, client)
+    except ssl.SSLCertVerificationError as e:
+        _drop(client)
+        raise SyncError(f"{where} {account.host}:{port}: certificate not trusted ({e.verify_message}); "
+                        "for a private server set ca_file to its certificate") from None
+    except IMAPClient.AbortError as e:
+        _drop(client)
+        raise ConnectionLost(f"{where} {account.host}:{port}: connection lost while logging in: {e}") from None
+    except IMAPClient.Error as e:
+        _drop(client)
+        raise SyncError(f"{where} {account.host}:{port}: login as {account.username!r} refused ({e}); "
+                        f"check the {'token from oauth2_token_command' if account.auth != 'password' else 'password source'}"
+                        ) from None
+    except TRANSIENT as e:
+        _drop(client)
+        raise ConnectionLost(f"{where} {account.host}:{port}: {type(e).__name__}: {e}") from None
+
+
+def _drop(client: IMAPClient | None) -> None:
+    if client is not None:
+        try:
+            client.shutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+_IDLE_EVENT = re.compile(rb"EXISTS|EXPUNGE|FETCH|VANISHED")
+
+
+def idle_wait(conn: Connection, folder: str, timeout: float) -> bool:
+    """IDLE on `folder` for up to `timeout` seconds; True when the server reported a change.
+    imapclient's idle_check returns [] early on a dead link; only idle_done raises, so it always
+    ends the IDLE and a dead connection surfaces as an exception here."""
+    if conn.selected != folder:
+        conn.client.select_folder(folder, readonly=True)
+        conn.selected = folder
+    conn.client.idle()
+    try:
+        responses = conn.client.idle_check(timeout=timeout)
+    finally:
+        _text_, more = conn.client.idle_done()
+    changed = any(_IDLE_EVENT.search(b" ".join(x if isinstance(x, bytes) else str(x).encode() for x in r))
+                  for r in (*responses, *more))
+    return changed

@@ -1,0 +1,247 @@
+"""Sync every folder of one account: list the server's folders with their STATUS in one round
+trip, mirror renamed and deleted folders, skip the unchanged ones, and sync the rest.
+
+`sync()` is `oaken.sync()` and `oaken sync --once`; the daemon keeps an `AccountSync` open so that
+a cycle with nothing new costs one LIST-STATUS on a live connection.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Protocol
+
+from imapclient import IMAPClient
+
+from oaken import config as config_mod
+from oaken import envelope, log
+from oaken.config import AccountConfig, Config
+from oaken.errors import ConfigError, SyncError
+from oaken.store import Folder, Store, open_store
+from oaken.sync.folder import FolderReport, FolderSync, OnBatch
+from oaken.sync.imap import TRANSIENT, Connection, ConnectionLost, ServerFolder, connect
+
+DEFAULT_EXCLUDED_USES = ("\\junk", "\\trash")
+
+
+class ProgressSink(Protocol):
+    """What a progress bar offers: the first sync announces its total, then advances."""
+
+    def __call__(self, n: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    account: str
+    folders: tuple[FolderReport, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    deleted: tuple[str, ...] = ()
+    rejected_flag_changes: tuple[tuple[int, str, str, str], ...] = ()  # (message, op, flag, error)
+    complete: bool = True
+    seconds: float = 0.0
+
+    @property
+    def new(self) -> int:
+        return sum(f.new for f in self.folders)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.renamed or self.deleted or any(
+            f.new or f.matched or f.flags or f.expunged or f.pushed for f in self.folders))
+
+    @property
+    def skipped(self) -> int:
+        return sum(f.skipped for f in self.folders)
+
+
+def account_config(config: Config, account: str | None) -> AccountConfig:
+    name = config.account(account)
+    if not config.accounts:
+        raise ConfigError(f"{config.source or config_mod.config_path()}: no [accounts.NAME] table; "
+                          "`oaken init --host ... --username ...` writes one")
+    if name is None:
+        raise ConfigError(f"{config.source}: several accounts ({', '.join(config.accounts)}); "
+                          "pass --account NAME or set default_account")
+    if name not in config.accounts:
+        raise ConfigError(f"{config.source}: no account {name!r} (accounts: {', '.join(config.accounts)})")
+    return config.accounts[name]
+
+
+def wanted(folder: ServerFolder, account: AccountConfig) -> bool:
+    """Every subscribed folder but \\Junk and \\Trash, narrowed by `folders` and `exclude`;
+    a special-use folder is synced only when a pattern names it exactly."""
+    if not folder.selectable or not folder.subscribed:
+        return False
+    name = folder.name
+    if any(fnmatch.fnmatchcase(name, p) for p in account.exclude):
+        return False
+    if (folder.special_use or "").lower() in DEFAULT_EXCLUDED_USES:
+        return name in account.folders
+    return any(fnmatch.fnmatchcase(name, p) or (p.upper() == "INBOX" and name.upper() == "INBOX")
+               for p in account.folders)
+
+
+def unchanged(local: Folder, server: ServerFolder) -> bool:
+    """STATUS says nothing happened since our state: same UIDVALIDITY, UIDNEXT and HIGHESTMODSEQ.
+    Without CONDSTORE a flag change is invisible to STATUS, so such a folder is never skipped."""
+    st = server.status
+    if st is None or st.highestmodseq is None or local.uidvalidity is None:
+        return False
+    return (st.uidvalidity == local.uidvalidity and st.uidnext == local.uidnext
+            and st.highestmodseq == local.highestmodseq and st.messages == local.exists_count)
+
+
+class AccountSync:
+    """A connection and a store for one account, kept open across cycles by the daemon."""
+
+    def __init__(self, config: Config, account: AccountConfig, *, store: Store | None = None):
+        self.config = config
+        self.account = account
+        self.store = store or open_store(config_mod.ensure_data_dir(config))
+        self._own_store = store is None
+        self.account_id = self.store.ensure_account(account.name)
+        self.conn: Connection | None = None
+        self.log = log.get("oaken.sync").bind(account=account.name)
+
+    def connect(self) -> Connection:
+        if self.conn is None:
+            self.conn = connect(self.account)
+        return self.conn
+
+    def drop_connection(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def close(self) -> None:
+        self.drop_connection()
+        if self._own_store:
+            self.store.close()
+
+    def run(self, *, only: Iterable[str] | None = None, progress: Any = None, on_batch: OnBatch | None = None,
+            stop: threading.Event | None = None) -> SyncReport:
+        """One pass over the account's folders (or just `only`). A lost link raises ConnectionLost
+        after closing the connection; everything committed so far stays."""
+        t0 = time.perf_counter()
+        try:
+            return self._run(set(only) if only is not None else None, progress, on_batch, stop, t0)
+        except ConnectionLost:
+            self.drop_connection()
+            raise
+        except TRANSIENT as e:
+            self.drop_connection()
+            raise ConnectionLost(f"[accounts.{self.account.name}] {self.account.host}: connection lost "
+                                 f"({type(e).__name__}: {e}); what was stored is kept") from None
+
+    def _run(self, only: set[str] | None, progress: Any, on_batch: OnBatch | None,
+             stop: threading.Event | None, t0: float) -> SyncReport:
+        conn = self.connect()
+        server = conn.list_folders()
+        existing = {f.name for f in server}
+        selected = [f for f in server if wanted(f, self.account)]
+        renamed, deleted = self._mirror_folder_changes(conn, existing, selected)
+        if only is not None:
+            selected = [f for f in selected if f.name in only]
+        if progress is not None and hasattr(progress, "set_total"):
+            progress.set_total(self._expected_downloads(selected))
+        reports: list[FolderReport] = []
+        complete = True
+        for sf in selected:
+            if stop is not None and stop.is_set():
+                complete = False
+                break
+            with self.store.transaction():
+                local = self.store.ensure_folder(self.account_id, sf.name, delimiter=sf.delimiter,
+                                                 special_use=sf.special_use)
+            if unchanged(local, sf) and not self.store.pending_flag_changes(local.id):
+                reports.append(FolderReport(sf.name, skipped=True))
+                continue
+            try:
+                report = FolderSync(conn, self.store, self.account_id, local, batch_size=self.account.batch_size,
+                                    progress=progress, on_batch=on_batch, stop=stop).run()
+            except IMAPClient.AbortError:
+                raise
+            except IMAPClient.Error as e:  # this folder only (deleted meanwhile, refused): the rest go on
+                self.log.error("folder failed", folder=sf.name, error=str(e))
+                complete = False
+                continue
+            complete = complete and report.complete
+            reports.append(report)
+            self.log.info("folder synced", folder=sf.name, new=report.new, matched=report.matched,
+                          flags=report.flags, expunged=report.expunged, pushed=report.pushed,
+                          rejected=report.rejected, uidvalidity_changed=report.uidvalidity_changed,
+                          bytes=report.bytes, seconds=report.seconds)
+        rejected = tuple(self.store.rejected_flag_changes())
+        return SyncReport(self.account.name, tuple(reports), tuple(renamed), tuple(deleted), rejected, complete,
+                          round(time.perf_counter() - t0, 4))
+
+    def _expected_downloads(self, selected: list[ServerFolder]) -> int:
+        total = 0
+        for sf in selected:
+            local = self.store.folder(self.account_id, sf.name)
+            if sf.status and sf.status.messages and (local is None or local.uidvalidity is None):
+                total += sf.status.messages
+        return total
+
+    # ---- renamed and deleted folders --------------------------------------------------------------
+
+    def _mirror_folder_changes(self, conn: Connection, existing: set[str],
+                               selected: list[ServerFolder]) -> tuple[list[tuple[str, str]], list[str]]:
+        renamed: list[tuple[str, str]] = []
+        deleted: list[str] = []
+        local = {f.name: f for f in self.store.folders(self.account_id)}
+        gone = [f for n, f in local.items() if n not in existing]
+        fresh = [sf for sf in selected if sf.name not in local or local[sf.name].uidvalidity is None]
+        for old in gone:
+            match = next((sf for sf in fresh if sf.status and old.uidvalidity is not None
+                          and sf.status.uidvalidity == old.uidvalidity and self._same_content(conn, old, sf)), None)
+            with self.store.transaction():
+                if match is not None:
+                    placeholder = local.get(match.name)
+                    if placeholder is not None:  # an empty entry made by an interrupted pass
+                        self.store.delete_folder(placeholder.id)
+                    self.store.rename_folder(old.id, match.name)
+                    fresh.remove(match)
+                    renamed.append((old.name, match.name))
+                    self.log.info("folder renamed", old=old.name, new=match.name)
+                else:
+                    n = self.store.delete_folder(old.id)
+                    deleted.append(old.name)
+                    self.log.info("folder deleted", folder=old.name, messages_deleted=n)
+        return renamed, deleted
+
+    def _same_content(self, conn: Connection, old: Folder, new: ServerFolder) -> bool:
+        """Renamed, not a new folder that happens to share a UIDVALIDITY: sampled messages match
+        by UID, Message-ID and size."""
+        sample = self.store.location_sample(old.id, 10)
+        if not sample:
+            return new.status is not None and not new.status.messages
+        conn.select(new.name, readonly=True)
+        fetched = conn.fetch([u for u, _m, _s in sample], b"UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]")
+        for uid, message_id, size in sample:
+            item = fetched.get(uid)
+            if item is None or int(item.get(b"RFC822.SIZE", -1)) != size:
+                return False
+            header = next((v for k, v in item.items() if k.startswith(b"BODY[HEADER")), b"") or b""
+            ids = envelope.message_ids(bytes(header).decode("utf-8", "replace"))
+            if (ids[0] if ids else None) != message_id:
+                return False
+        return True
+
+
+def sync(config: Config | None = None, account: str | None = None, progress: Any = None, *,
+         stop: threading.Event | None = None, on_batch: OnBatch | None = None) -> SyncReport:
+    """Mirror one account's folders into raw.db once (`oaken sync --once`)."""
+    cfg = config if config is not None else config_mod.load()
+    acc = account_config(cfg, account)
+    runner = AccountSync(cfg, acc)
+    try:
+        return runner.run(progress=progress, on_batch=on_batch, stop=stop)
+    finally:
+        runner.close()
+
+
+__all__ = ["sync", "SyncReport", "AccountSync", "account_config", "wanted", "unchanged", "SyncError",
+           "ConnectionLost"]
