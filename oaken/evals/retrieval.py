@@ -1,0 +1,147 @@
+"""Scoring: recall@1/@5/@10, MRR and nDCG@10 per kind of question and retriever, and how each
+retriever behaves on questions the mail does not answer.
+
+Relevance is binary (a message answers or it does not); a question may have several relevant
+messages, so recall@k is the share of them in the first k. Rankings are lists of Message-IDs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from oaken.evals.questions import ANSWERABLE, Question
+
+RETRIEVERS = ("keyword", "vector", "hybrid")
+KS = (1, 5, 10)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What one retriever returned for one question."""
+
+    question: Question
+    retriever: str
+    ranked: tuple[str, ...]  # Message-IDs, best first
+    low_confidence: bool
+
+
+@dataclass(frozen=True)
+class Score:
+    """One row of the table: a retriever on one kind of question (or "overall")."""
+
+    retriever: str
+    kind: str
+    questions: int
+    recall_at_1: float | None = None
+    recall_at_5: float | None = None
+    recall_at_10: float | None = None
+    mrr: float | None = None
+    ndcg_at_10: float | None = None
+    mean_hits: float | None = None  # unanswerable: hits returned on average
+    low_confidence_rate: float | None = None  # share of questions flagged low_confidence
+
+
+def recall_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    rel = set(relevant)
+    return len(rel & set(ranked[:k])) / len(rel) if rel else 0.0
+
+
+def reciprocal_rank(ranked: Sequence[str], relevant: Iterable[str]) -> float:
+    rel = set(relevant)
+    for i, mid in enumerate(ranked, start=1):
+        if mid in rel:
+            return 1.0 / i
+    return 0.0
+
+
+def ndcg_at(ranked: Sequence[str], relevant: Iterable[str], k: int = 10) -> float:
+    rel = set(relevant)
+    if not rel:
+        return 0.0
+    dcg = sum(1.0 / math.log2(i + 1) for i, mid in enumerate(ranked[:k], start=1) if mid in rel)
+    ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(rel), k) + 1))
+    return dcg / ideal
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 4) if values else 0.0
+
+
+def _answerable_row(retriever: str, kind: str, rows: Sequence[Ranking]) -> Score:
+    return Score(
+        retriever, kind, len(rows),
+        recall_at_1=_mean([recall_at(r.ranked, r.question.relevant, 1) for r in rows]),
+        recall_at_5=_mean([recall_at(r.ranked, r.question.relevant, 5) for r in rows]),
+        recall_at_10=_mean([recall_at(r.ranked, r.question.relevant, 10) for r in rows]),
+        mrr=_mean([reciprocal_rank(r.ranked, r.question.relevant) for r in rows]),
+        ndcg_at_10=_mean([ndcg_at(r.ranked, r.question.relevant, 10) for r in rows]),
+        low_confidence_rate=_mean([float(r.low_confidence) for r in rows]),
+    )
+
+
+def score(rankings: Sequence[Ranking]) -> list[Score]:
+    """Rows per retriever: each answerable kind present, "overall" (answerable), "unanswerable"."""
+    out: list[Score] = []
+    retrievers = [r for r in RETRIEVERS if any(x.retriever == r for x in rankings)]
+    retrievers += sorted({x.retriever for x in rankings} - set(retrievers))
+    kinds = [k for k in ANSWERABLE if any(x.question.kind == k for x in rankings)]
+    kinds += sorted({x.question.kind for x in rankings} - set(kinds) - {"unanswerable"})
+    for retriever in retrievers:
+        mine = [x for x in rankings if x.retriever == retriever]
+        for kind in kinds:
+            rows = [x for x in mine if x.question.kind == kind]
+            out.append(_answerable_row(retriever, kind, rows))
+        answerable = [x for x in mine if x.question.relevant]
+        if answerable:
+            out.append(_answerable_row(retriever, "overall", answerable))
+        none = [x for x in mine if not x.question.relevant]
+        if none:
+            out.append(Score(retriever, "unanswerable", len(none),
+                             mean_hits=_mean([float(len(x.ranked)) for x in none]),
+                             low_confidence_rate=_mean([float(x.low_confidence) for x in none])))
+    return out
+
+
+def find(scores: Sequence[Score], retriever: str, kind: str) -> Score:
+    for s in scores:
+        if s.retriever == retriever and s.kind == kind:
+            return s
+    raise KeyError(f"no score for retriever {retriever!r} on kind {kind!r}")
+
+
+def _cell(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def table(scores: Sequence[Score]) -> str:
+    """A Markdown table: the same text is printed and written."""
+    head = ("retriever", "kind", "n", "R@1", "R@5", "R@10", "MRR", "nDCG@10", "hits", "low_conf")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in scores:
+        cells = (s.retriever, s.kind, str(s.questions), _cell(s.recall_at_1), _cell(s.recall_at_5),
+                 _cell(s.recall_at_10), _cell(s.mrr), _cell(s.ndcg_at_10),
+                 "" if s.mean_hits is None else f"{s.mean_hits:.1f}", _cell(s.low_confidence_rate))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write(scores: Sequence[Score], rankings: Sequence[Ranking], out_dir: Path, name: str,
+          meta: dict) -> tuple[Path, Path]:
+    """evals/results/<name>.json (scores, settings and every ranking) and <name>.md (the table)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / f"{name}.json", out_dir / f"{name}.md"
+    doc = {
+        "meta": meta,
+        "scores": [asdict(s) for s in scores],
+        "rankings": [{"question": r.question.id, "kind": r.question.kind, "query": r.question.query,
+                      "retriever": r.retriever, "relevant": list(r.question.relevant),
+                      "ranked": list(r.ranked), "low_confidence": r.low_confidence} for r in rankings],
+    }
+    json_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    settings = ", ".join(f"{k}={v}" for k, v in meta.items() if not isinstance(v, (dict, list)))
+    md_path.write_text(f"# Retrieval eval: {name}\n\n{settings}\n\n{table(scores)}\n", encoding="utf-8")
+    return json_path, md_path
