@@ -7,12 +7,15 @@ messages, so recall@k is the share of them in the first k. Rankings are lists of
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from oaken.config import Config
+from oaken.evals.ingest import EvalError
 from oaken.evals.questions import ANSWERABLE, Question
 
 RETRIEVERS = ("keyword", "vector", "hybrid")
@@ -145,3 +148,44 @@ def write(scores: Sequence[Score], rankings: Sequence[Ranking], out_dir: Path, n
     settings = ", ".join(f"{k}={v}" for k, v in meta.items() if not isinstance(v, (dict, list)))
     md_path.write_text(f"# Retrieval eval: {name}\n\n{settings}\n\n{table(scores)}\n", encoding="utf-8")
     return json_path, md_path
+
+
+# ---- asking the engine ---------------------------------------------------------------------------
+
+
+def retriever_config(config: Config, retriever: str) -> Config:
+    """The config that makes the real engine answer with one retriever, or both.
+
+    keyword: `[embedder] model = "none"` (keyword mode by choice). vector: keyword_weight = 0, so
+    the fused order is the vector order, and hits only the keyword side found are dropped.
+    """
+    if retriever == "keyword":
+        return dataclasses.replace(config, embedder=dataclasses.replace(config.embedder, model="none"))
+    if retriever == "vector":
+        return dataclasses.replace(config, search=dataclasses.replace(config.search, keyword_weight=0.0))
+    if retriever == "hybrid":
+        return config
+    raise ValueError(f"retriever {retriever!r}: expected one of {', '.join(RETRIEVERS)}")
+
+
+def ask(question: Question, retriever: str, config: Config, limit: int = 10) -> Ranking:
+    """One question through `oaken.search` with one retriever's config (see retriever_config)."""
+    from oaken.search.engine import search
+
+    response = search(question.query, limit=limit, config=config)
+    if response.degraded:
+        raise EvalError(f"{retriever} search degraded ({response.degraded_reason}) on {question.query!r}; "
+                        "the scores would measure the fallback, not the retriever")
+    hits = response.hits
+    if retriever == "vector":
+        hits = tuple(h for h in hits if any(w.retriever == "vector" for w in h.why))
+    return Ranking(question, retriever, tuple(h.message_id or f"oaken:{h.id}" for h in hits),
+                   response.low_confidence)
+
+
+def run(questions: Sequence[Question], config: Config, retrievers: Sequence[str] = RETRIEVERS) -> list[Ranking]:
+    out: list[Ranking] = []
+    for retriever in retrievers:
+        cfg = retriever_config(config, retriever)
+        out.extend(ask(q, retriever, cfg) for q in questions)
+    return out
