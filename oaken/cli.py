@@ -144,11 +144,83 @@ def cmd_triage(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    raise OakenError("oaken show: not available in this build yet")
+    from oaken import reader
+
+    cfg = _config(args)
+    msg = reader.open_message(args.id, peek=args.peek, config=cfg)
+    if args.raw:
+        sys.stdout.buffer.write(msg.raw)
+        sys.stdout.buffer.flush()
+    elif args.json:
+        data = asdict(msg)
+        data.pop("raw")
+        print(_json(data))
+    else:
+        for name, value in msg.headers:
+            print(f"{name}: {value}")
+        print(f"Folders: {', '.join(msg.folders)}")
+        print()
+        print(msg.text.rstrip("\n"))
+    return 0
+
+
+class _SyncBar:
+    """tqdm on a terminal for the first sync; the runner announces the total it expects."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def set_total(self, total: int) -> None:
+        if total and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc="sync", unit="msg", file=sys.stderr, leave=False)
+
+    def __call__(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    raise OakenError("oaken sync: not available in this build yet")
+    import time
+
+    from oaken import daemon
+    from oaken.sync import runner
+
+    cfg = _config(args)
+    if args.daemon:
+        return daemon.run(cfg, account=args.account, index=not args.no_index)
+    bar = _SyncBar()
+    try:
+        for attempt in range(3):  # a dropped link resumes where it stopped
+            try:
+                report = runner.sync(cfg, args.account, bar)
+                break
+            except runner.ConnectionLost as e:
+                if attempt == 2:
+                    raise
+                print(f"oaken: {e}; retrying", file=sys.stderr)
+                time.sleep(1 + attempt)
+    finally:
+        bar.close()
+    if report.changed and not args.no_index:
+        daemon.index_now(cfg)
+    changed = [f for f in report.folders if not f.skipped]
+    print(f"{report.account}: {report.new} new, {sum(f.matched for f in changed)} matched again, "
+          f"{sum(f.flags for f in changed)} flag changes, {sum(f.expunged for f in changed)} expunged, "
+          f"{sum(f.pushed for f in changed)} local changes pushed; {report.skipped} of {len(report.folders)} "
+          f"folders unchanged; {report.seconds:.2f} s")
+    for old, new in report.renamed:
+        print(f"  folder renamed: {old} -> {new}")
+    for name in report.deleted:
+        print(f"  folder deleted on the server: {name}")
+    for message, op, flag, error in report.rejected_flag_changes:
+        print(f"  refused by the server: {op}{flag} on message {message}: {error}", file=sys.stderr)
+    return 0
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
@@ -156,7 +228,25 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    raise OakenError("oaken search: not available in this build yet")
+    from oaken.search import engine
+
+    # not _config(): a search logs nothing, and structlog's import would double a cold call's time
+    cfg = config_mod.load(args.config) if args.config else config_mod.load()
+    if args.limit < 0 or args.offset < 0:
+        raise UsageError("oaken search: --limit and --offset take a number of 0 or more")
+    response = engine.search(" ".join(args.query), limit=args.limit, offset=args.offset, account=args.account,
+                             thread=args.thread, sort=args.sort, explain=args.explain, config=cfg)
+    for warning in response.warnings:
+        print(f"oaken: warning: {warning}", file=sys.stderr)
+    if response.degraded:
+        print(f"oaken: {response.mode} results only ({response.degraded_reason})", file=sys.stderr)
+    if args.json:
+        print(_json(response))
+        return 0
+    from oaken.search import render
+
+    print(render.table(response, color=sys.stdout.isatty()))
+    return 0
 
 
 # ---- argument parsing ----------------------------------------------------------------------

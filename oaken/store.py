@@ -810,6 +810,16 @@ class Store:
         step = max(1, len(rows) // limit)
         return [tuple(r) for r in rows[::step][:limit]]  # type: ignore[misc]
 
+    def queue_flag_change(self, location: int, op: str, flag: str) -> None:
+        """Queue one flag change of one location for the server (mark_read does this for \\Seen)."""
+        row = self.db.execute("SELECT message FROM locations WHERE id = ?", (location,)).fetchone()
+        if not row:
+            raise NotFound(f"no location {location}")
+        self.db.execute(
+            "INSERT INTO flag_queue(message, location, op, flag, created_at) VALUES (?, ?, ?, ?, ?)",
+            (row[0], location, op, flag, time.time()),
+        )
+
     def location_count(self, folder_id: int) -> int:
         return self.db.execute("SELECT count(*) FROM locations WHERE folder_id = ?", (folder_id,)).fetchone()[0]
 

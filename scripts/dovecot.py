@@ -105,7 +105,7 @@ namespace inbox {{
 {oauth2_passdb}
 passdb {{
   driver = passwd-file
-  args = scheme=PLAIN username_format=%u {dir}/passwd
+  args = scheme=PLAIN username_format=%u {dir}/users/%u
 }}
 userdb {{
   driver = static
@@ -180,7 +180,7 @@ class Dovecot:
             p.mkdir(exist_ok=True)
             os.chown(p, nobody.pw_uid, nobody.pw_gid)
         _make_cert(self.dir)
-        (self.dir / "passwd").write_text("")
+        (self.dir / "users").mkdir(exist_ok=True)
         mechanisms = "plain login"
         oauth2_passdb = ""
         if self.oauth2_url:
@@ -213,7 +213,10 @@ class Dovecot:
         """A passwd-file user; Dovecot rereads the file on the next login."""
         assert self.dir is not None
         self.users[name] = password
-        (self.dir / "passwd").write_text("".join(f"{u}:{{PLAIN}}{p}::::::\n" for u, p in self.users.items()))
+        # one passwd-file per user: Dovecot rereads a changed file only about once a second, a new
+        # file it has never opened is read at once
+        (self.dir / "users").mkdir(exist_ok=True)
+        (self.dir / "users" / name).write_text(f"{name}:{{PLAIN}}{password}::::::\n")
 
     def doveadm(self, *args: str) -> str:
         """Change server state behind the client's back (save, flags, expunge, mailbox update)."""

@@ -92,8 +92,9 @@ class Mailbox:
             if messages:
                 c.multiappend(folder, [{"msg": m, "flags": flags} for m in messages])
 
-    def doveadm(self, *args: str) -> str:
-        return self.server.doveadm(*args[:1], "-u", self.user, *args[1:])
+    def doveadm(self, command: str, *args: str) -> str:
+        """`doveadm COMMAND -u USER ARGS`, e.g. doveadm("mailbox update", "--uid-validity", "7", "INBOX")."""
+        return self.server.doveadm(*command.split(), "-u", self.user, *args)
 
     def server_state(self, folders: list[str] | None = None) -> collections.Counter[Entry]:
         """What the server holds in the synced folders (subscribed, not \\Junk or \\Trash)."""

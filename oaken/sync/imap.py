@@ -349,7 +349,12 @@ class Connection:
         """Add or remove one flag on one message; UNCHANGEDSINCE makes it conditional (RFC 7162)."""
         mod = f" (UNCHANGEDSINCE {unchangedsince})".encode() if unchangedsince is not None else b""
         line = f"UID STORE {uid}".encode() + mod + f" {op}FLAGS ({flag})".encode()
-        typ, text, untagged = self.command(line)
+        try:
+            typ, text, untagged = self.command(line)
+        except IMAPClient.AbortError:
+            raise
+        except IMAPClient.Error as e:  # BAD: the server will never take this change
+            return StoreResult(False, False, None, None, str(e))
         if typ != "OK":
             return StoreResult(False, False, None, None, f"{typ} {text.decode(errors='replace')}")
         modified = text.upper().startswith(b"[MODIFIED")

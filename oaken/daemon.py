@@ -1,0 +1,224 @@
+"""`oaken sync --daemon`: keep raw.db an exact mirror, and the indexes right behind it.
+
+One connection per IDLE folder waits for the server to announce a change; the main loop syncs
+what was announced, pushes local flag changes within seconds, and checks every folder every
+`poll_seconds`. A dropped link, a restarted server, a timeout or a TLS error is retried with
+exponential backoff; a refused login or an untrusted certificate stops the daemon with one clear
+error instead of a retry storm. SIGTERM lets the running batch commit, then exits 0.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from imapclient import IMAPClient
+
+from oaken import config as config_mod
+from oaken import log
+from oaken.config import Config
+from oaken.errors import AlreadyRunning, SyncError
+from oaken.sync.imap import TRANSIENT, Connection, ConnectionLost, connect, idle_wait
+from oaken.sync.runner import AccountSync, account_config
+
+LOCK_NAME = "daemon.lock"
+PENDING_CHECK_SECONDS = 2.0  # how soon a message opened locally is marked read on the server
+IDLE_RENEW_SECONDS = 60.0
+
+
+class DaemonLock:
+    """An exclusive flock on DATA_DIR/daemon.lock, released by the kernel when the process dies,
+    so a kill -9 never leaves a stale lock behind."""
+
+    def __init__(self, data_dir: Path):
+        self.path = data_dir / LOCK_NAME
+        self.fd: int | None = None
+
+    def acquire(self) -> "DaemonLock":
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise AlreadyRunning(
+                f"another Oaken daemon (pid {pid}) already syncs {self.path.parent} (lock {self.path}); "
+                f"stop it first (`systemctl --user stop oaken-sync` or `kill {pid}`)") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class Backoff:
+    """1 s, 2 s, 4 s ... up to `ceiling`, with a little jitter so many clients do not stampede."""
+
+    def __init__(self, ceiling: float, base: float = 1.0):
+        self.ceiling = max(ceiling, base)
+        self.base = base
+        self.failures = 0
+
+    def next(self) -> float:
+        delay = min(self.ceiling, self.base * 2 ** self.failures)
+        self.failures += 1
+        return delay * random.uniform(0.85, 1.0)
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+def index_now(config: Config) -> None:
+    """Bring the indexes up to date with raw.db, if the index package is there; its failure is
+    logged, never fatal to sync (the indexes can always be rebuilt from raw.db)."""
+    try:
+        from oaken.index import indexer
+    except ImportError:
+        return
+    try:
+        indexer.update(config)
+    except Exception as e:  # noqa: BLE001 - indexing must never stop the mirror
+        log.get("oaken.daemon").error("indexing failed", error=f"{type(e).__name__}: {e}")
+
+
+def _start_search_server(config: Config, stop_event: threading.Event) -> None:
+    """Hook for the search socket server (keeps the embedder loaded for `oaken search`).
+    Nothing is started here yet."""
+    return None
+
+
+class Daemon:
+    def __init__(self, config: Config, account: str | None = None, *, index: bool = True):
+        self.config = config
+        self.account = account_config(config, account)
+        self.index = index
+        self.stop = threading.Event()
+        self.wake = threading.Event()
+        self._woken: set[str] = set()
+        self._woken_lock = threading.Lock()
+        self._idle_conns: list[Connection] = []
+        self.log = log.get("oaken.daemon").bind(account=self.account.name)
+
+    # ---- signals and wake-ups ---------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self.log.info("stopping after the current batch", signal=signal.Signals(signum).name)
+        self.stop.set()
+        self.wake.set()
+
+    def _notify(self, folder: str) -> None:
+        with self._woken_lock:
+            self._woken.add(folder)
+        self.wake.set()
+
+    def _take_woken(self) -> set[str]:
+        with self._woken_lock:
+            out, self._woken = self._woken, set()
+        self.wake.clear()
+        return out
+
+    # ---- IDLE watchers ----------------------------------------------------------------------------
+
+    def _idle_loop(self, folder: str) -> None:
+        backoff = Backoff(self.config.daemon.max_backoff_seconds)
+        conn: Connection | None = None
+        renew = min(IDLE_RENEW_SECONDS, max(self.config.daemon.poll_seconds, 1.0))
+        while not self.stop.is_set():
+            try:
+                if conn is None:
+                    conn = connect(self.account)
+                    self._idle_conns.append(conn)
+                    backoff.reset()
+                if idle_wait(conn, folder, renew):
+                    self._notify(folder)
+            except SyncError as e:
+                if not isinstance(e, ConnectionLost):
+                    self.log.error("idle stopped", folder=folder, error=str(e))
+                    return
+                conn = self._drop_idle(conn)
+                self.stop.wait(backoff.next())
+            except (IMAPClient.Error, *TRANSIENT) as e:
+                self.log.warning("idle connection lost", folder=folder, error=f"{type(e).__name__}: {e}")
+                conn = self._drop_idle(conn)
+                self.stop.wait(backoff.next())
+
+    def _drop_idle(self, conn: Connection | None) -> None:
+        if conn is not None:
+            conn.close()
+            if conn in self._idle_conns:
+                self._idle_conns.remove(conn)
+        return None
+
+    # ---- the main loop ----------------------------------------------------------------------------
+
+    def _on_batch(self, _added: int) -> None:
+        if self.index:
+            index_now(self.config)
+
+    def run(self) -> int:
+        data_dir = config_mod.ensure_data_dir(self.config)
+        lock = DaemonLock(data_dir).acquire()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+        syncer = AccountSync(self.config, self.account)
+        try:
+            _start_search_server(self.config, self.stop)
+            for folder in self.config.daemon.idle_folders:
+                threading.Thread(target=self._idle_loop, args=(folder,), name=f"idle-{folder}", daemon=True).start()
+            self.log.info("daemon started", pid=os.getpid(), data_dir=str(data_dir),
+                          idle_folders=list(self.config.daemon.idle_folders))
+            self._loop(syncer)
+        finally:
+            syncer.close()
+            for conn in list(self._idle_conns):
+                self._drop_idle(conn)
+            lock.release()
+        self.log.info("daemon stopped")
+        return 0
+
+    def _loop(self, syncer: AccountSync) -> None:
+        backoff = Backoff(self.config.daemon.max_backoff_seconds)
+        poll = self.config.daemon.poll_seconds
+        next_full = 0.0
+        while not self.stop.is_set():
+            now = time.monotonic()
+            woken = self._take_woken()
+            only: set[str] | None = None
+            if now >= next_full:
+                next_full = now + poll
+            else:
+                only = woken | self._folders_with_pending(syncer)
+            if only is None or only:
+                try:
+                    report = syncer.run(only=only, on_batch=self._on_batch, stop=self.stop)
+                except ConnectionLost as e:
+                    delay = backoff.next()
+                    self.log.warning("connection lost; reconnecting", error=str(e), retry_in=round(delay, 2))
+                    next_full = 0.0  # after a reconnect, look at everything
+                    self.stop.wait(delay)
+                    continue
+                backoff.reset()
+                if self.index and report.changed and not report.new:
+                    index_now(self.config)  # flags and expunges (new mail was indexed per batch)
+                self.log.info("cycle", folders=len(report.folders), skipped=report.skipped, new=report.new,
+                              seconds=report.seconds)
+            self.wake.wait(timeout=max(0.0, min(PENDING_CHECK_SECONDS, next_full - time.monotonic())))
+
+    def _folders_with_pending(self, syncer: AccountSync) -> set[str]:
+        names = {f.id: f.name for f in syncer.store.folders(syncer.account_id)}
+        return {names[c.folder_id] for c in syncer.store.pending_flag_changes() if c.folder_id in names}
+
+
+def run(config: Config, account: str | None = None, *, index: bool = True) -> int:
+    """Run until SIGTERM; 0 on a clean stop. Raises AlreadyRunning or SyncError (bad login/TLS)."""
+    return Daemon(config, account, index=index).run()
