@@ -172,6 +172,7 @@ class Daemon:
             signal.signal(sig, self._on_signal)
         syncer = AccountSync(self.config, self.account)
         try:
+            self._first_connect(syncer)  # a refused login or an untrusted certificate stops here, once
             _start_search_server(self.config, self.stop)
             for folder in self.config.daemon.idle_folders:
                 threading.Thread(target=self._idle_loop, args=(folder,), name=f"idle-{folder}", daemon=True).start()
@@ -185,6 +186,17 @@ class Daemon:
             lock.release()
         self.log.info("daemon stopped")
         return 0
+
+    def _first_connect(self, syncer: AccountSync) -> None:
+        backoff = Backoff(self.config.daemon.max_backoff_seconds)
+        while not self.stop.is_set():
+            try:
+                syncer.connect()
+                return
+            except ConnectionLost as e:
+                delay = backoff.next()
+                self.log.warning("server unreachable; retrying", error=str(e), retry_in=round(delay, 2))
+                self.stop.wait(delay)
 
     def _loop(self, syncer: AccountSync) -> None:
         backoff = Backoff(self.config.daemon.max_backoff_seconds)

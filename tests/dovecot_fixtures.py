@@ -66,7 +66,7 @@ class Mailbox:
         }
         acc.update(self.extra)
         acc.update(over)
-        return acc
+        return {k: v for k, v in acc.items() if v is not None}  # None: leave that key out
 
     def config_dict(self, **over: Any) -> dict[str, Any]:
         return {"default_account": "test", "accounts": {"test": self.account(**over)},

@@ -1,0 +1,248 @@
+"""`oaken.search(...)`: parse, ask the retrievers, filter, collapse, fuse, page, describe the hits.
+
+Never raises on what a person types or passes: unreadable values are warnings, a missing or
+damaged index.db is a degraded response. One account at a time (DESIGN.md "Precise rules").
+
+The vector side plugs in at `_vector_side`: it returns a `RetrieverResult` (or a degraded
+reason) and `_fuse` already fuses any number of lists with `rrf_fuse`. Nothing on the keyword
+path imports torch, sentence-transformers or LanceDB.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from oaken import config as config_mod
+from oaken.config import Config
+from oaken.errors import IndexUnavailable, QueryError
+from oaken.index.keyword import KeywordIndex
+from oaken.search import filters, matching, retrievers
+from oaken.search import query as query_mod
+from oaken.search.fusion import FusedItem, rrf_fuse
+from oaken.search.retrievers import Ranked, RetrieverResult
+from oaken.search.types import Explain, Hit, RetrieverTrace, SearchResponse, Why
+from oaken.store import MessageMeta, Store
+
+SORTS = ("relevance", "date")
+MAX_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class _VectorSide:
+    """What the meaning side can do for this search: a result, or why not."""
+
+    result: RetrieverResult | None
+    reason: str | None  # a degraded reason code; None when off by choice or when it answered
+    coverage: float | None
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
+
+
+def _vector_side(cfg: Config, data_dir: Path) -> _VectorSide:
+    """The vector retriever's place. Until it is wired in, a configured model reports the vector
+    store as missing (DESIGN.md's `no_vector_store`); `model = "none"` is keyword mode by choice.
+    The check is a path test, so a keyword search imports nothing heavy."""
+    if cfg.embedder.model == "none":
+        return _VectorSide(None, None, None)
+    return _VectorSide(None, "no_vector_store", 0.0)
+
+
+def _check_paging(limit: Any, offset: Any, sort: Any, warnings: list[str]) -> tuple[int, int, str]:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        warnings.append(f"limit={limit!r}: expected a whole number of 0 or more; using 10")
+        limit = 10
+    if limit > MAX_LIMIT:
+        warnings.append(f"limit={limit}: at most {MAX_LIMIT} hits are returned at once; use offset to page")
+        limit = MAX_LIMIT
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        warnings.append(f"offset={offset!r}: expected a whole number of 0 or more; using 0")
+        offset = 0
+    if sort not in SORTS:
+        warnings.append(f"sort={sort!r}: expected relevance or date; using relevance")
+        sort = "relevance"
+    return limit, offset, sort
+
+
+def _account(store: Store, cfg: Config, asked: Any, warnings: list[str]) -> str | None:
+    """DESIGN.md: the account named, else default_account, else the only account."""
+    known = store.account_names()
+    if asked is not None and not isinstance(asked, str):
+        warnings.append(f"account={asked!r}: expected an account name")
+        return None
+    name = cfg.account(asked or None)
+    if name is None and len(known) == 1:
+        name = known[0]
+    if name is None:
+        if known:
+            warnings.append(f"several accounts ({', '.join(known)}): a search covers one; pass --account / "
+                            "account=, or set default_account in the config")
+        else:
+            warnings.append("no mail yet: run `oaken import` or `oaken sync` first")
+        return None
+    if name not in known:
+        warnings.append(f"no mail in account {name!r} (accounts with mail: {', '.join(known) or 'none'})")
+        return None
+    return name
+
+
+def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | None = None,
+           thread: int | None = None, sender: str | None = None, after: Any = None, before: Any = None,
+           labels: Sequence[str] | str | None = None, disposition: Sequence[str] | str | None = None,
+           unread: bool | None = None, categories: Sequence[str] | str | None = None,
+           min_priority: int | None = None, sort: str = "relevance", explain: bool = False,
+           config: Config | None = None) -> SearchResponse:
+    """Search one account's mail. See DESIGN.md "Query language" and "A hit and a response"."""
+    started = time.perf_counter()
+    cfg = config if config is not None else config_mod.load()
+    timings: dict[str, float] = {}
+    warnings: list[str] = []
+
+    t = time.perf_counter()
+    parsed = query_mod.parse(query, categories=cfg.triage.categories)
+    warnings.extend(parsed.warnings)
+    limit, offset, sort = _check_paging(limit, offset, sort, warnings)
+    plan = matching.plan(parsed, cfg.search.keyword_min_match)
+    if plan:
+        warnings.extend(plan.warnings)
+    timings["parse"] = _ms(t)
+
+    data_dir = config_mod.resolve_data_dir(cfg)
+    vector = _vector_side(cfg, data_dir)
+    base = dict(mode="keyword", degraded=vector.reason is not None, degraded_reason=vector.reason,
+                vector_coverage=vector.coverage)
+
+    def respond(hits: tuple[Hit, ...] = (), *, low_confidence: bool = False,
+                traces: tuple[RetrieverTrace, ...] = (), weights: dict[str, float] | None = None,
+                **override: Any) -> SearchResponse:
+        timings["total"] = _ms(started)
+        info = None
+        if explain:
+            info = Explain(query_mod.describe(parsed), traces, cfg.search.rrf_k, weights or {})
+        return SearchResponse(hits=hits, low_confidence=low_confidence, warnings=tuple(dict.fromkeys(warnings)),
+                              timings=timings, explain=info, **{**base, **override})
+
+    if not (data_dir / "raw.db").exists():
+        warnings.append("no mail yet: run `oaken import` or `oaken sync` first")
+        return respond()
+    with Store(data_dir / "raw.db", readonly=True) as store:
+        name = _account(store, cfg, account, warnings)
+        base["account"] = name
+        if name is None:
+            return respond()
+        cons, field_warnings = filters.constraints(
+            parsed, filters.Fields(thread=thread, sender=sender, after=after, before=before, labels=labels,
+                                   disposition=disposition, unread=unread, categories=categories,
+                                   min_priority=min_priority),
+            account=name, categories=cfg.triage.categories)
+        warnings.extend(field_warnings)
+        if cons.impossible:
+            return respond()
+
+        t = time.perf_counter()
+        try:
+            index = KeywordIndex(data_dir, cfg.index)
+        except IndexUnavailable as e:
+            warnings.append(str(e))
+            # keyword_index_unavailable: mode vector when the vectors can answer (not yet wired in)
+            return respond(mode="vector" if vector.result else "keyword", degraded=True,
+                           degraded_reason="keyword_index_unavailable")
+        try:
+            want = offset + limit
+            if plan is not None and sort == "date":
+                want = max(want, cfg.search.max_candidates)  # date order over every match we may widen to
+            try:
+                if plan is None:
+                    kw = retrievers.newest(index, store, cons, want)
+                else:
+                    kw = retrievers.keyword(index, store, plan, cons, want, cfg.search)
+            except IndexUnavailable as e:
+                warnings.append(str(e))
+                return respond(degraded=True, degraded_reason="keyword_index_unavailable")
+            except QueryError as e:  # a MATCH FTS5 refused: a bug here, reported rather than raised
+                warnings.append(f"the keyword index refused the query: {e}")
+                kw = RetrieverResult("keyword", (), RetrieverTrace("keyword", "error", plan.expression if plan else ""))
+        finally:
+            index.close()
+        timings["keyword"] = _ms(t)
+
+        lists = [kw] + ([vector.result] if vector.result else [])
+        weights = _weights(cfg, parsed, lists)
+        fused = _fuse(lists, weights, cfg.search.rrf_k) if plan is not None else None
+
+        t = time.perf_counter()
+        hits = _hits(store, kw, lists, fused, sort=sort, offset=offset, limit=limit)
+        timings["fetch"] = _ms(t)
+    strong = any(r.strong for lst in lists for r in lst.ranked)
+    return respond(hits, low_confidence=plan is not None and not strong,
+                   traces=tuple(lst.trace for lst in lists), weights=weights)
+
+
+def _weights(cfg: Config, parsed: query_mod.ParsedQuery, lists: Sequence[RetrieverResult]) -> dict[str, float]:
+    """Each retriever's RRF weight; exact_boost multiplies the keyword weight (DESIGN.md Fusion)."""
+    s = cfg.search
+    out = {}
+    for lst in lists:
+        if lst.retriever == "keyword":
+            out["keyword"] = s.keyword_weight * (s.exact_boost if parsed.exact else 1.0)
+        else:
+            out[lst.retriever] = s.vector_weight
+    return out
+
+
+def _fuse(lists: Sequence[RetrieverResult], weights: dict[str, float], rrf_k: int) -> list[FusedItem]:
+    return rrf_fuse({lst.retriever: [r.message for r in lst.ranked] for lst in lists}, weights, rrf_k)
+
+
+def _iso(ts: int) -> str:
+    try:
+        return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+def _sender(meta: MessageMeta) -> str:
+    if meta.sender_name and meta.sender_addr:
+        return f"{meta.sender_name} <{meta.sender_addr}>"
+    return meta.sender_addr or meta.sender_name
+
+
+def _hits(store: Store, kw: RetrieverResult, lists: Sequence[RetrieverResult], fused: list[FusedItem] | None, *,
+          sort: str, offset: int, limit: int) -> tuple[Hit, ...]:
+    """The page of hits, described from raw.db (the truth: folders, labels, read state now)."""
+    by_list = {lst.retriever: {r.message: r for r in lst.ranked} for lst in lists}
+    if fused is None:  # a listing: newest first already
+        order: list[tuple[int, float, tuple[Why, ...]]] = [(r.message, 0.0, ()) for r in kw.ranked]
+    else:
+        order = [(f.id, f.score, tuple(
+            Why(c.retriever, c.rank, c.weight, c.value, by_list[c.retriever][f.id].detail)
+            for c in f.contributions)) for f in fused]
+    metas = store.metas(m for m, _, _ in order) if sort == "date" else None
+    if metas is not None:
+        order.sort(key=lambda o: (-(metas[o[0]].date if o[0] in metas else -math.inf), o[0]))
+    page = order[offset:offset + limit]
+    if metas is None:
+        metas = store.metas(m for m, _, _ in page)
+    hits = []
+    for message, score, why in page:
+        meta = metas.get(message)
+        if meta is None:  # deleted from raw.db after the index was written: never returned
+            continue
+        first: Ranked | None = next((by_list[w.retriever][message] for w in why), None) or \
+            by_list["keyword"].get(message)
+        chunks = tuple(c for w in why for c in by_list[w.retriever][message].chunks)
+        hits.append(Hit(
+            id=meta.id, message_id=meta.message_id, account=meta.account, folders=meta.folders, labels=meta.labels,
+            thread=meta.thread, subject=meta.subject, sender=_sender(meta), date=_iso(meta.date), unread=meta.unread,
+            score=round(score, 6), snippet=first.snippet if first else "", why=why, matched_chunks=chunks,
+        ))
+    return tuple(hits)
+
+
+__all__ = ["search", "SORTS"]

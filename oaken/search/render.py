@@ -1,0 +1,80 @@
+"""A search response as a readable table for `oaken search` (the JSON form is dataclasses.asdict)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+from oaken.search.types import Hit, SearchResponse
+
+_MARKED = re.compile(r"\[\[(.*?)\]\]", re.S)
+_BOLD, _RESET, _DIM = "\x1b[1m", "\x1b[0m", "\x1b[2m"
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+
+
+def _sender(sender: str) -> str:
+    """The name when there is one, else the address."""
+    name, _, _addr = sender.partition(" <")
+    return name or sender
+
+
+def _snippet(text: str, width: int, color: bool) -> str:
+    """One line around the matches; on a terminal they are bold, elsewhere they keep their [[ ]]."""
+    flat = " ".join(text.split())
+    plain = _MARKED.sub(r"\1", flat)
+    if len(plain) > width:
+        # cut by visible characters, keeping markers whole
+        out, seen = [], 0
+        for piece in re.split(r"(\[\[.*?\]\])", flat):
+            visible = piece[2:-2] if piece.startswith("[[") and piece.endswith("]]") else piece
+            if seen + len(visible) > width - 1:
+                if not piece.startswith("[["):
+                    out.append(piece[:max(width - 1 - seen, 0)])
+                out.append("…")
+                break
+            out.append(piece)
+            seen += len(visible)
+        flat = "".join(out)
+    if color:
+        return _MARKED.sub(lambda m: f"{_BOLD}{m[1]}{_RESET}", flat)
+    return flat
+
+
+def _row(hit: Hit, width: int, color: bool, explain: bool) -> list[str]:
+    date = hit.date[:10] or "?"
+    sender = _cut(_sender(hit.sender), 24)
+    unread = "*" if hit.unread else " "
+    head = f"{hit.id:>7} {unread}{date}  {sender:<24}  "
+    subject = _cut(hit.subject or "(no subject)", max(width - len(head), 10))
+    lines = [head + (f"{_BOLD}{subject}{_RESET}" if color else subject)]
+    if hit.snippet:
+        lines.append(" " * 10 + _snippet(hit.snippet, max(width - 10, 20), color))
+    if explain:
+        for w in hit.why:
+            lines.append(" " * 10 + f"{_DIM if color else ''}{w.retriever} rank {w.rank}: "
+                         f"{w.weight:g} / (k + {w.rank}) = {w.contribution:.5f}  {w.detail}{_RESET if color else ''}")
+        if hit.matched_chunks:
+            lines.append(" " * 10 + f"and {len(hit.matched_chunks)} more matching chunk(s)")
+    return lines
+
+
+def table(response: SearchResponse, *, color: bool = False, width: int | None = None) -> str:
+    width = width or shutil.get_terminal_size((100, 24)).columns
+    lines: list[str] = []
+    if response.explain:
+        e = response.explain
+        lines.append("query: " + ", ".join(f"{k}={v}" for k, v in e.parsed.items()))
+        for t in e.retrievers:
+            lines.append(f"{t.retriever}: {t.state}, {t.kept} kept of {t.candidates} asked in {t.rounds} round(s), "
+                         f"{t.ms} ms" + (f", MATCH {t.expression}" if t.expression else ""))
+        lines.append(f"fusion: rrf_k {e.rrf_k}, weights " + ", ".join(f"{k} {v:g}" for k, v in e.weights.items()))
+        lines.append("")
+    if not response.hits:
+        lines.append("no messages found")
+    for hit in response.hits:
+        lines.extend(_row(hit, width, color, response.explain is not None))
+    return "\n".join(lines)

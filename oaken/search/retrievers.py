@@ -1,0 +1,145 @@
+"""The keyword retriever, and the date-ordered listing for a query with no words.
+
+A retriever returns a ranked list of messages (chunks collapsed, ranks from 1, every filter
+applied), which is what fusion consumes; the vector retriever returns the same `RetrieverResult`.
+Filters the index cannot judge (read state, triage, exclusions) are applied to candidates, and when
+they leave too few the search widens: overfetch x limit chunks, doubling up to max_candidates.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from oaken.config import SearchConfig
+from oaken.index.keyword import KeywordChunkHit, KeywordIndex
+from oaken.search.filters import Constraints
+from oaken.search.matching import MatchPlan
+from oaken.search.types import MatchedChunk, RetrieverTrace
+from oaken.store import Store
+
+SNIPPET_CHARS = 160
+# A listing reads pages of the date index until it has enough; this bounds one page.
+MAX_PAGE = 5000
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One message in one retriever's list."""
+
+    message: int
+    rank: int  # from 1, after chunks are collapsed and filters applied
+    score: float  # the retriever's own score (bm25, cosine): never compared across retrievers
+    snippet: str
+    detail: str  # why this rank, in words
+    strong: bool  # holds every graded clause of the query (for low_confidence)
+    chunks: tuple[MatchedChunk, ...] = ()  # its other chunks that matched
+
+
+@dataclass(frozen=True)
+class RetrieverResult:
+    retriever: str
+    ranked: tuple[Ranked, ...]
+    trace: RetrieverTrace
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    message: int
+    best: KeywordChunkHit
+    held: frozenset[int]  # graded clauses held by the message's matched chunks together
+    best_held: int
+    others: tuple[KeywordChunkHit, ...]
+
+
+def _collapse(hits: Sequence[KeywordChunkHit], plan: MatchPlan) -> list[_Candidate]:
+    """Chunks to messages: the best chunk (most clauses held, then bm25) stands for its message."""
+    by_message: dict[int, list[KeywordChunkHit]] = {}
+    for h in hits:
+        by_message.setdefault(h.message, []).append(h)
+    out = []
+    for message, chunks in by_message.items():
+        graded = sorted(chunks, key=lambda h: (len(plan.held(h.phrases)), h.score), reverse=True)
+        held: set[int] = set()
+        for h in chunks:
+            held |= plan.held(h.phrases)
+        best = graded[0]
+        out.append(_Candidate(message, best, frozenset(held), len(plan.held(best.phrases)), tuple(graded[1:])))
+    # graded matching: chunks holding every word rank above chunks holding some
+    out.sort(key=lambda c: (c.best_held, c.best.score), reverse=True)
+    return out
+
+
+def keyword(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraints, want: int,
+            cfg: SearchConfig) -> RetrieverResult:
+    """The best `want` messages for the query's words (fewer when fewer match)."""
+    start = time.perf_counter()
+    asked = min(max(want * cfg.overfetch, want, 1), max(cfg.max_candidates, want))
+    rounds = 0
+    while True:
+        rounds += 1
+        hits = index.query(plan.expression, cons.index, asked)
+        candidates = [c for c in _collapse(hits, plan) if len(c.held) >= plan.required]
+        kept = set(cons.admit(index, store, [c.message for c in candidates], phrases_checked=True))
+        admitted = [c for c in candidates if c.message in kept]
+        exhausted = len(hits) < asked
+        if len(admitted) >= want or exhausted or asked >= cfg.max_candidates:
+            break
+        asked = min(asked * 2, cfg.max_candidates)
+    total = len(plan.clauses)
+    ranked = tuple(
+        Ranked(
+            message=c.message, rank=i, score=c.best.score, snippet=c.best.snippet,
+            detail=(f"holds {len(c.held)} of {total} {'word' if total == 1 else 'words'}; bm25 {c.best.score:.2f}; "
+                    f"in {', '.join(c.best.columns) or '?'}"),
+            strong=len(c.held) >= total,
+            chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
+        )
+        for i, c in enumerate(admitted, start=1)
+    )
+    trace = RetrieverTrace("keyword", "ok", plan.expression, rounds, asked, len(ranked),
+                           round((time.perf_counter() - start) * 1000, 2))
+    return RetrieverResult("keyword", ranked, trace)
+
+
+def newest(index: KeywordIndex, store: Store, cons: Constraints, want: int) -> RetrieverResult:
+    """A query with no words: the newest messages that satisfy every filter, as many as asked.
+
+    Reads the index's date order page by page until enough pass the raw.db filters (or none are left).
+    """
+    start = time.perf_counter()
+    kept: list[int] = []
+    offset, page, rounds = 0, max(want, 50), 0
+    while len(kept) < want:
+        rounds += 1
+        rows = index.newest(cons.index, limit=page, offset=offset)
+        # raw.db is the truth: read state, triage, and mail deleted since the index was written
+        kept.extend(cons.admit(index, store, [r.message for r in rows]))
+        if len(rows) < page:
+            break
+        offset += page
+        page = min(page * 2, MAX_PAGE)
+    kept = kept[:want]
+    snippets = _opening_lines(index, kept)
+    ranked = tuple(Ranked(m, i, 0.0, snippets.get(m, ""), "no words: newest first", True)
+                   for i, m in enumerate(kept, start=1))
+    trace = RetrieverTrace("keyword", "listing", "", rounds, offset + page, len(ranked),
+                           round((time.perf_counter() - start) * 1000, 2))
+    return RetrieverResult("keyword", ranked, trace)
+
+
+def _opening_lines(index: KeywordIndex, messages: Sequence[int]) -> dict[int, str]:
+    """The start of each message's first chunk: the snippet of a hit found without words."""
+    body: dict[int, str] = {}
+    quoted: dict[int, str] = {}
+    for chunk in index.chunks_of(messages, kind=None):
+        (body if chunk.kind == "body" else quoted).setdefault(chunk.message, chunk.text)
+    out = {}
+    for m in messages:
+        text = " ".join((body.get(m) or quoted.get(m) or "").split())
+        out[m] = text[:SNIPPET_CHARS] + ("…" if len(text) > SNIPPET_CHARS else "")
+    return out
+
+
+__all__ = ["Ranked", "RetrieverResult", "keyword", "newest"]
