@@ -5,7 +5,7 @@ and notifications, a dozen correspondents, folders and labels, read and unread m
 values. Into it are planted the facts the questions ask about, each with look-alikes built to
 defeat one retriever:
 
-- identifier families: two dozen messages that differ only in an invoice number, order number,
+- identifier families: thirty messages that differ only in an invoice number, order number,
   version or code (meaning cannot tell them apart; keywords can);
 - paraphrase facts: a sentence whose question shares no content word with it, only concepts,
   beside the same sentence about other places (keywords cannot find it; meaning can);
@@ -109,7 +109,7 @@ IDENTIFIER_FAMILIES: tuple[dict[str, str], ...] = (
      "category": "travel", "sender": "Skyway Reservations <noreply@skyway.example>",
      "question": "reservation reference {code}"},
 )
-FAMILY_SIZE = 24
+FAMILY_SIZE = 30
 
 # Filter groups: a message repeated by several people, in several months or under several labels.
 FILTER_GROUPS: tuple[dict[str, str], ...] = (
@@ -296,8 +296,7 @@ class _Builder:
             c = form.format(
                 n4=r.randrange(1000, 10000), n6=r.randrange(100000, 1000000),
                 v=f"{r.randrange(2, 9)}.{r.randrange(0, 20)}.{r.randrange(0, 10)}",
-                alnum="".join(r.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") for _ in range(3))
-                + "".join(r.choice("23456789") for _ in range(3)),
+                alnum="".join(r.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") + r.choice("23456789") for _ in range(3)),
             )
             if c not in self.codes:
                 self.codes.add(c)
@@ -376,8 +375,8 @@ class _Builder:
         start = self.date()
         members = []
         for i, (fact, _q) in enumerate(INCIDENT_ASPECTS):
-            m = self.add(sender="Ops Status <status@northwind.example>", subject=f"[{code}] incident update",
-                         body=f"Update on incident {code}.\n\n{fact}\n\nThe status page has the timeline.",
+            m = self.add(sender="Ops Status <status@northwind.example>", subject=f"[{code}] incident status",
+                         body=f"Status of incident {code}.\n\n{fact}\n\nThe status page has the timeline.",
                          date=start + timedelta(hours=3 * i), category="notifications", disposition="inbox")
             members.append(m)
         for i in self.rng.sample(range(len(INCIDENT_ASPECTS)), asked):

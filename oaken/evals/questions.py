@@ -1,7 +1,7 @@
 """Questions over the synthetic mailbox, and the question file format for real mail.
 
 Four answerable kinds, each built so that one retriever alone fails on it:
-- `exact`: an identifier (invoice number, order number, version, code) among two dozen
+- `exact`: an identifier (invoice number, order number, version, code) among thirty
   look-alikes that differ only in it; meaning cannot tell them apart;
 - `paraphrase`: shares no content word with the fact, only concepts; keywords cannot find it;
 - `filtered`: only `from:`, `after:` or `label:` tells the message from its eleven copies;
@@ -83,7 +83,7 @@ def build(mailbox: Mailbox, unanswerable: int | None = None) -> list[Question]:
     rng = random.Random(mailbox.seed * 7919 + 1)
     answerable = len(out)
     n = unanswerable if unanswerable is not None else max(8, min(len(UNANSWERABLE) + 4, answerable // 5))
-    n_codes = min(len(UNANSWERABLE_CODES), max(1, n // 6))
+    n_codes = min(len(UNANSWERABLE_CODES), max(1, n // 10))
     pool = rng.sample(UNANSWERABLE, min(n - n_codes, len(UNANSWERABLE))) + list(UNANSWERABLE_CODES[:n_codes])
     for i, q in enumerate(pool, start=1):
         out.append(Question(f"unanswerable-{i:03d}", "unanswerable", q, ()))

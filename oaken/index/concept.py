@@ -63,6 +63,7 @@ confirm: confirm, confirmed, confirmation, approve, approved, sign off, greenlig
 meeting: meeting, call, sync, standup, catch up, catchup, huddle, conference, get together
 agenda: agenda, schedule, lineup, plan
 deadline: deadline, due date, cutoff, cut off, time limit
+incident: incident, escalation, postmortem
 outage: outage, downtime, disruption, unavailable, offline, went down, service interruption
 failure: failure, crash, crashed, bug, error, fault, glitch, defect, broken, faulty, malfunction
 fix: fix, fixed, repair, repaired, patch, patched, mend, resolve, resolved, remedy, hotfix, restore, restored
@@ -206,7 +207,7 @@ def stem(word: str) -> str:
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             w = w[: len(w) - len(suffix)] + repl
             break
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz":  # planned -> plann -> plan
+    if len(w) > 4 and w[-1] == w[-2] and w[-1] not in "lsz":  # planned -> plann -> plan
         w = w[:-1]
     if w.endswith("e") and len(w) > 4:
         w = w[:-1]
