@@ -41,3 +41,12 @@ class IndexUnavailable(OakenError):
 
 class QueryError(OakenError):
     """A search request that cannot be run at all (not a bad operator: those are warnings)."""
+
+
+class VectorUnavailable(OakenError):
+    """The vector side cannot answer; `code` is one of DESIGN.md's degraded reasons
+    (no_embedder, no_vector_store, no_vectors, model_mismatch, timeout, error)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code

@@ -4,9 +4,15 @@ importing sentence-transformers alone costs seconds."""
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+import threading
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 import numpy as np
+
+from oaken.errors import ConfigError, VectorUnavailable
+
+if TYPE_CHECKING:
+    from oaken.config import Config
 
 
 class Embedder(Protocol):
@@ -22,3 +28,59 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...  # shape (len(texts), dim)
 
     def embed_query(self, text: str) -> np.ndarray: ...  # shape (dim,)
+
+
+# The [embedder] model names and how each is built. Another backend or model registers here
+# (see `register`); "none" is keyword mode by choice and builds nothing.
+EmbedderFactory = Callable[["Config"], Embedder]
+_FACTORIES: dict[str, EmbedderFactory] = {}
+_LOADED: dict[tuple, Embedder] = {}
+_LOCK = threading.Lock()
+
+
+def register(name: str, factory: EmbedderFactory) -> None:
+    """Make `[embedder] model = name` build its embedder with `factory(config)`."""
+    _FACTORIES[name] = factory
+
+
+def _minilm(config: "Config") -> Embedder:
+    from oaken.index.minilm import MiniLMEmbedder
+
+    e = config.embedder
+    return MiniLMEmbedder.load(threads=e.threads, batch_size=e.batch_size, backend=e.backend)
+
+
+def _concept(config: "Config") -> Embedder:
+    try:
+        from oaken.index.concept import ConceptEmbedder
+    except ImportError as exc:
+        raise VectorUnavailable("no_embedder", f"embedder 'concept': cannot be imported: {exc}") from exc
+    return ConceptEmbedder()
+
+
+register("all-MiniLM-L6-v2", _minilm)
+register("concept", _concept)
+
+
+def load_embedder(config: "Config", *, cached: bool = True) -> Embedder | None:
+    """The embedder `[embedder] model` names, or None for "none" (keyword mode by choice).
+
+    Loaded once per process and kept (the daemon answers searches with it warm). Raises
+    VectorUnavailable("no_embedder") when it cannot be loaded, and never downloads anything."""
+    e = config.embedder
+    if e.model == "none":
+        return None
+    factory = _FACTORIES.get(e.model)
+    if factory is None:
+        raise ConfigError(
+            f"{config.source or 'config'}: [embedder] model: unknown model {e.model!r}; "
+            f"known: {', '.join([*_FACTORIES, 'none'])}"
+        )
+    key = (e.model, e.backend, e.threads, e.batch_size)
+    with _LOCK:
+        if cached and key in _LOADED:
+            return _LOADED[key]
+        embedder = factory(config)
+        if cached:
+            _LOADED[key] = embedder
+        return embedder

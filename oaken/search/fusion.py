@@ -1,0 +1,58 @@
+"""Reciprocal Rank Fusion: a message scores the sum of weight / (rrf_k + rank) over the lists
+it appears in. Only ranks are used, so BM25 scores and cosine similarities are never compared.
+
+Pure: the caller filters and collapses each list to messages first (ranks count from 1 after
+that) and folds exact_boost into the keyword weight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class Contribution:
+    retriever: str
+    rank: int  # 1-based, in that retriever's collapsed list
+    weight: float
+    value: float  # weight / (rrf_k + rank)
+
+
+@dataclass(frozen=True)
+class FusedItem:
+    id: int
+    score: float
+    contributions: tuple[Contribution, ...]  # one per list holding the id, in the order of `lists`
+
+    def rank_in(self, retriever: str) -> int | None:
+        return next((c.rank for c in self.contributions if c.retriever == retriever), None)
+
+
+def rrf_fuse(lists: Mapping[str, Sequence[int]], weights: Mapping[str, float], rrf_k: int) -> list[FusedItem]:
+    """Fuse ranked id lists, best first.
+
+    An id repeated within one list counts at its first place (later places are ignored and do
+    not shift the ranks after them). Ties go to the id with the better best rank, then to the
+    earlier list, then to the smaller id, so the order never depends on dict or set order."""
+    if rrf_k < 1:
+        raise ValueError(f"rrf_k: expected 1 or more, got {rrf_k}")
+    missing = [name for name in lists if name not in weights]
+    if missing:
+        raise ValueError(f"rrf_fuse: no weight for retriever {', '.join(map(repr, missing))}")
+    found: dict[int, list[Contribution]] = {}
+    first_list: dict[int, int] = {}
+    for list_no, (name, ids) in enumerate(lists.items()):
+        weight = float(weights[name])
+        rank = 0
+        seen: set[int] = set()
+        for item in ids:
+            if item in seen:
+                continue
+            seen.add(item)
+            rank += 1
+            found.setdefault(item, []).append(Contribution(name, rank, weight, weight / (rrf_k + rank)))
+            first_list.setdefault(item, list_no)
+    fused = [FusedItem(i, sum(c.value for c in cs), tuple(cs)) for i, cs in found.items()]
+    fused.sort(key=lambda f: (-f.score, min(c.rank for c in f.contributions), first_list[f.id], f.id))
+    return fused
