@@ -228,6 +228,9 @@ class Dovecot:
 
     def session_pids(self) -> list[int]:
         """The imap processes serving logged-in clients: children of this master named `imap`."""
+        return self.child_pids("imap")
+
+    def child_pids(self, name: str | None = None) -> list[int]:
         pids = []
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -238,7 +241,7 @@ class Dovecot:
                 continue
             comm = stat[stat.index("(") + 1:stat.rindex(")")]
             ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-            if ppid == self.pid and comm == "imap":
+            if ppid == self.pid and (name is None or comm == name):
                 pids.append(int(entry))
         return pids
 
@@ -253,13 +256,22 @@ class Dovecot:
         return len(pids)
 
     def stop(self, *, remove: bool = False) -> None:
+        """Stop the server and its sessions (which outlive a SIGTERM'd master here, unlike a reboot)."""
         if self.pid:
+            # children keep the listening sockets: a lingering login process would accept a
+            # client after the restart and drop it
+            sessions = self.child_pids()
             try:
                 os.kill(self.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+            for pid in sessions:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and _alive(self.pid):
+            while time.monotonic() < deadline and any(_alive(p) for p in (self.pid, *sessions)):
                 time.sleep(0.02)
             self.pid = None
         if remove and self.dir is not None:

@@ -35,7 +35,13 @@ class TcpProxy:
             except OSError:
                 return
             try:
-                server = socket.create_connection(self.target, timeout=5)
+                server = socket.socket()
+                # a small receive buffer keeps a throttled transfer honest: the server cannot
+                # hand its whole answer to the kernel before a fault is injected
+                server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+                server.settimeout(5)
+                server.connect(self.target)
+                server.settimeout(None)
             except OSError:
                 client.close()
                 continue
