@@ -224,7 +224,22 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    raise OakenError("oaken reindex: not available in this build yet")
+    from oaken.index import indexer
+
+    cfg = _config(args)
+    total = indexer.pending(cfg, rebuild=args.rebuild) if sys.stderr.isatty() else None
+    update, close = progress_bar(total, "index")
+    try:
+        report = indexer.reindex(cfg, rebuild=args.rebuild, keyword_only=args.keyword_only, progress=update)
+    finally:
+        close()
+    if args.json:
+        print(_json(report))
+    else:
+        print(f"{report.indexed} messages indexed ({report.chunks} chunks), {report.updated} updated in place, "
+              f"{report.deleted} removed, {report.problems} only partly readable (findable by their headers); "
+              f"{report.seconds:.1f} s" + (" (rebuilt)" if report.rebuilt else ""))
+    return 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:

@@ -593,6 +593,12 @@ class Store:
         ).fetchall()
         return [Change(m, s, bool(d), h) for m, s, d, h in rows]
 
+    def count_changes_since(self, seq: int) -> int:
+        """How many entries changes_since(seq) would list in all (a progress bar's total)."""
+        return self.db.execute(
+            "SELECT (SELECT count(*) FROM messages WHERE change_seq > ?1) + "
+            "(SELECT count(*) FROM tombstones WHERE change_seq > ?1)", (seq,)).fetchone()[0]
+
     def message_ids_in(self, account_id: int) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM messages WHERE account_id = ?", (account_id,))]
 

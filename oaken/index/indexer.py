@@ -1,0 +1,221 @@
+"""Keeps index.db in step with raw.db by following raw.db's change feed.
+
+`Store.changes_since(seq)` lists every message changed or deleted after `seq` (triggers bump
+messages.change_seq on any change; a deletion leaves a tombstone). For each change:
+- new bytes (a content hash the index has not seen, or an older chunker): parse, chunk, rewrite;
+- same bytes (labels, folders, flags, disposition, thread changed): update the filter fields only;
+- a tombstone: the message leaves the index.
+The seq reached is stored in index.db in the same transaction as the batch, so a kill at any
+point resumes where it stopped.
+
+The keyword pass is self-contained: `update` runs it first and then, unless keyword_only, the
+vector pass, which the vector side provides as `oaken.index.vectors.update(config, progress=)`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from oaken import chunking, log, mail
+from oaken import config as config_mod
+from oaken.config import Config
+from oaken.errors import IndexUnavailable, StoreError
+from oaken.index import keyword
+from oaken.store import Change, MessageMeta, Store
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    indexed: int = 0  # messages parsed and (re)written
+    updated: int = 0  # messages whose filter fields changed, text untouched
+    deleted: int = 0
+    problems: int = 0  # messages indexed with a parse problem (still findable by headers)
+    chunks: int = 0  # chunks written
+    seq: int = 0  # raw.db change seq the index has reached
+    seconds: float = 0.0
+    rebuilt: bool = False
+    vectors: dict[str, Any] | None = field(default=None)  # the vector pass's report, if it ran
+
+
+def _fields(meta: MessageMeta, parsed: mail.ParsedMessage | None) -> keyword.MessageFields:
+    atts = parsed.attachments if parsed else ()
+    problem = meta.problem
+    if parsed is not None and parsed.problem:
+        problem = f"{problem}; {parsed.problem}" if problem else parsed.problem
+    return keyword.MessageFields(
+        id=meta.id, account=meta.account, message_id=meta.message_id, content_hash=meta.content_hash,
+        date=meta.date, subject=meta.subject, sender_name=meta.sender_name, sender_addr=meta.sender_addr,
+        to=meta.to, cc=meta.cc, thread=meta.thread, disposition=meta.triage.disposition,
+        labels=meta.labels, folders=meta.folders,
+        attachment_names=tuple(a.name for a in atts if a.name),
+        attachment_types=tuple(dict.fromkeys(a.content_type for a in atts)),
+        problem=problem,
+    )
+
+
+def _document(meta: MessageMeta, raw: bytes, cfg: Config) -> tuple[keyword.MessageFields, list[keyword.ChunkText], bool]:
+    """Parse and chunk one message; the subject raw.db read at store time is the chunks' context."""
+    parsed = mail.parse(raw)
+    try:
+        chunks = chunking.chunk(parsed, cfg.index, subject=meta.subject)
+    except (Exception, RecursionError) as e:  # noqa: BLE001 - never stop indexing: keep the headers
+        parsed = mail.ParsedMessage(raw_headers=parsed.raw_headers, body="", quoted="", signature="",
+                                    from_html=False, problem=f"chunking failed: {type(e).__name__}: {e}"[:300])
+        chunks = chunking.chunk(parsed, cfg.index, subject=meta.subject)
+    texts = [keyword.ChunkText(c.kind, c.tokens, c.text) for c in chunks]
+    return _fields(meta, parsed), texts, bool(parsed.problem)
+
+
+def _changes(store: Store, seq: int, limit: int) -> list[Change]:
+    """A batch of the feed that never cuts a run of equal seqs (a folder rename bumps many at once)."""
+    while True:
+        batch = store.changes_since(seq, limit)
+        if len(batch) < limit:
+            return batch
+        last = batch[-1].seq
+        whole = [c for c in batch if c.seq != last]
+        if whole:
+            return whole
+        limit *= 2
+
+
+def _open_store(data_dir: Path) -> Store:
+    path = data_dir / "raw.db"
+    if not path.exists():
+        raise StoreError(f"{path}: no raw.db yet; run `oaken import` or `oaken sync` first")
+    return Store(path, readonly=True)
+
+
+def keyword_pass(cfg: Config, *, progress: Progress | None = None) -> IndexReport:
+    """Bring index.db up to date with raw.db (creating it when missing)."""
+    started = time.perf_counter()
+    data_dir = config_mod.ensure_data_dir(cfg)
+    counts = {"indexed": 0, "updated": 0, "deleted": 0, "problems": 0, "chunks": 0}
+    rebuilt = False
+    with _open_store(data_dir) as store:
+        writer = keyword.KeywordWriter(data_dir)
+        try:
+            seq = writer.seq()
+            if seq > store.seq():  # raw.db was replaced: what the index holds is not its mail
+                writer.close()
+                keyword.drop(data_dir)
+                writer = keyword.KeywordWriter(data_dir)
+                seq, rebuilt = 0, True
+            fresh = seq == 0 and not writer.counts()[0]
+            batch_size = max(1, cfg.index.batch_size)
+            while True:
+                changes = _changes(store, seq, batch_size)
+                if not changes:
+                    break
+                seq = changes[-1].seq
+                with writer.transaction():
+                    _apply(store, writer, cfg, changes, fresh, counts)
+                    writer.set_seq(seq)
+                if progress:
+                    progress(len({c.message for c in changes}))
+        finally:
+            writer.close()
+    report = IndexReport(**counts, seq=seq, seconds=time.perf_counter() - started, rebuilt=rebuilt)
+    log.get("oaken.index").info("index.keyword_done", **{k: v for k, v in report.__dict__.items() if k != "vectors"})
+    return report
+
+
+def _apply(store: Store, writer: keyword.KeywordWriter, cfg: Config, changes: list[Change], fresh: bool,
+           counts: dict[str, int]) -> None:
+    latest: dict[int, Change] = {}
+    for c in changes:
+        latest[c.message] = c  # the feed is by seq: the last entry of a message is its state now
+    gone = [m for m, c in latest.items() if c.deleted]
+    live = [m for m, c in latest.items() if not c.deleted]
+    if gone:
+        writer.delete(gone)
+        counts["deleted"] += len(gone)
+    metas = store.metas(live)
+    indexed = {} if fresh else writer.hashes(live)
+    docs = []
+    field_only = []
+    for m in live:
+        meta = metas.get(m)
+        if meta is None:  # deleted after the feed was read; its tombstone comes in a later batch
+            continue
+        have = indexed.get(m)
+        if have == (meta.content_hash, chunking.CHUNKER_VERSION):
+            field_only.append(_fields(meta, None))
+            continue
+        fields, texts, problem = _document(meta, store.raw(m), cfg)
+        docs.append((fields, texts))
+        counts["problems"] += problem
+        counts["chunks"] += len(texts)
+    writer.replace(docs, chunking.CHUNKER_VERSION)
+    writer.update_fields(field_only)
+    counts["indexed"] += len(docs)
+    counts["updated"] += len(field_only)
+
+
+def pending(cfg: Config, *, rebuild: bool = False) -> int:
+    """How many changes the next update (or rebuild) will read: a progress bar's total."""
+    data_dir = config_mod.resolve_data_dir(cfg)
+    seq = 0
+    if not rebuild and keyword.index_path(data_dir).exists():
+        try:
+            with keyword.KeywordIndex(data_dir, cfg.index) as idx:
+                seq = idx.seq()
+        except IndexUnavailable:
+            seq = 0
+    with _open_store(data_dir) as store:
+        return store.count_changes_since(seq)
+
+
+def _vector_pass(cfg: Config, progress: Progress | None) -> dict[str, Any] | None:
+    try:
+        from oaken.index import vectors
+    except ImportError:
+        return None
+    run = getattr(vectors, "update", None)
+    if run is None:
+        return None
+    result = run(cfg, progress=progress)
+    return result if isinstance(result, dict) or result is None else getattr(result, "__dict__", {"result": result})
+
+
+def update(config: Config | None = None, *, keyword_only: bool = False, progress: Progress | None = None
+           ) -> IndexReport:
+    """Index what changed in raw.db since the last run: keyword first, then (unless keyword_only) vectors.
+
+    A corrupt or locked index.db raises IndexUnavailable; `reindex(rebuild=True)` repairs it."""
+    cfg = config if config is not None else config_mod.load()
+    report = keyword_pass(cfg, progress=progress)
+    if not keyword_only:
+        vec = _vector_pass(cfg, progress=None)
+        if vec is not None:
+            report = IndexReport(**{**report.__dict__, "vectors": vec})
+    return report
+
+
+def _drop_vectors(data_dir: Path) -> None:
+    try:
+        from oaken.index import vectors
+    except ImportError:
+        return
+    drop = getattr(vectors, "drop", None)
+    if drop is not None:
+        drop(data_dir)
+
+
+def reindex(config: Config | None = None, *, rebuild: bool = False, keyword_only: bool = False,
+            progress: Progress | None = None) -> IndexReport:
+    """`oaken reindex`: bring the indexes up to date; with rebuild, delete them and build again."""
+    cfg = config if config is not None else config_mod.load()
+    data_dir = config_mod.ensure_data_dir(cfg)
+    if rebuild:
+        _open_store(data_dir).close()  # refuse before deleting anything if there is no raw.db
+        keyword.drop(data_dir)
+        if not keyword_only:
+            _drop_vectors(data_dir)
+    report = update(cfg, keyword_only=keyword_only, progress=progress)
+    return IndexReport(**{**report.__dict__, "rebuilt": rebuild or report.rebuilt})
