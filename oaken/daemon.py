@@ -138,6 +138,8 @@ class Daemon:
                 if conn is None:
                     conn = connect(self.account)
                     self._idle_conns.append(conn)
+                    if backoff.failures:
+                        self._notify(folder)  # whatever arrived while we were cut off
                     backoff.reset()
                 if idle_wait(conn, folder, renew):
                     self._notify(folder)

@@ -78,6 +78,7 @@ def open_message(id: int, *, peek: bool = False, config: Config | None = None) -
         text = _text_of(msg)  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - a broken message still shows what can be read
         text = raw.split(b"\r\n\r\n", 1)[-1].decode("utf-8", "replace")
+    text = text.replace("\r\n", "\n")  # IMAP delivers CRLF; a terminal wants LF
     sender = f"{meta.sender_name} <{meta.sender_addr}>" if meta.sender_name else meta.sender_addr
     return OpenedMessage(
         id=id, message_id=meta.message_id, account=meta.account, folders=meta.folders, labels=after.labels,

@@ -246,6 +246,11 @@ class Connection:
     def list_folders(self) -> list[ServerFolder]:
         """Every folder with its subscription, special use and, with LIST-STATUS, its STATUS, in one
         round trip; without LIST-STATUS, one STATUS per subscribed folder."""
+        if self.selected is not None:
+            # a server may answer STATUS of the selected folder from this session's stale view
+            self._check(b"UNSELECT" if "UNSELECT" in self.caps else b"NOOP")
+            self.client._imap.state = "AUTH"
+            self.selected = None
         items = b"MESSAGES UIDNEXT UIDVALIDITY" + (b" HIGHESTMODSEQ" if self.condstore else b"")
         if self.list_status and "LIST-EXTENDED" in self.caps:
             special = b" SPECIAL-USE" if "SPECIAL-USE" in self.caps else b""

@@ -1,0 +1,140 @@
+"""`oaken sync --daemon` as a real process against a real Dovecot: IDLE, local changes pushed,
+reconnect after the server drops it, one daemon per data directory, SIGTERM between batches."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from oaken import config as config_mod
+from oaken.store import open_store
+from oaken.sync.runner import sync
+from tests.dovecot_fixtures import Mailbox, assert_mirrored
+from tests.tcp_proxy import TcpProxy
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _wait(what: str, condition: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _count() -> int:
+    try:
+        with open_store(config_mod.resolve_data_dir(config_mod.load()), readonly=True) as store:
+            return store.message_count()
+    except Exception:  # noqa: BLE001 - raw.db not created yet
+        return 0
+
+
+def _start(tmp_path: Path, name: str = "daemon") -> tuple[subprocess.Popen, Path]:
+    log = tmp_path / f"{name}.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "oaken.cli", "sync", "--daemon", "--no-index"],
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
+    return proc, log
+
+
+def _stop(proc: subprocess.Popen) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    return proc.wait(timeout=20)
+
+
+@pytest.fixture
+def daemons():
+    started: list[subprocess.Popen] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_daemon_idles_pushes_reconnects_refuses_a_twin_and_stops_on_sigterm(
+        mailbox: Mailbox, messages, tmp_path: Path, daemons):
+    mailbox.fill("INBOX", messages[:5])
+    mailbox.fill("Other", messages[5:8])
+    mailbox.write_config()
+    cfg = config_mod.load()
+    proc, log = _start(tmp_path)
+    daemons.append(proc)
+    _wait("the first sync", lambda: _count() == 8)
+
+    # new mail is announced by IDLE (the poll interval is 30 s)
+    mailbox.fill("INBOX", messages[8:9])
+    _wait("IDLE to bring the new message", lambda: _count() == 9)
+
+    # a message opened locally is marked read on the server within seconds
+    with open_store(config_mod.resolve_data_dir(cfg)) as store, store.transaction():
+        inbox = store.folder(store.account_id("test"), "INBOX")
+        first = min(store.folder_uids(inbox.id, inbox.uidvalidity).items())[1][0]
+        mid = store.meta(first).message_id
+        store.mark_read(first)
+    _wait("the push", lambda: any(m == mid and "\\Seen" in f for m, _fo, f in mailbox.server_state()))
+
+    # the server kills every session: the daemon reconnects and carries on
+    assert mailbox.server.kill_sessions() >= 2
+    mailbox.fill("INBOX", messages[9:10])
+    _wait("mail after a reconnect", lambda: _count() == 10)
+
+    twin = subprocess.run([sys.executable, "-m", "oaken.cli", "sync", "--daemon"], capture_output=True, text=True,
+                          timeout=30, cwd=ROOT)
+    assert twin.returncode == 1
+    assert f"pid {proc.pid}" in twin.stderr and "already syncs" in twin.stderr
+
+    assert _stop(proc) == 0
+    text = log.read_text()
+    assert "connection lost" in text or "idle connection lost" in text
+    assert "daemon stopped" in text
+    assert_mirrored(mailbox, cfg)
+
+
+def test_sigterm_lets_the_running_batch_commit_and_exits_0(mailbox: Mailbox, messages, tmp_path: Path, daemons):
+    mailbox.fill("INBOX", messages[:40])
+    proxy = TcpProxy(mailbox.server.ssl_port)
+    proxy.rate = 60_000  # about 2 s for the whole folder
+    try:
+        mailbox.write_config(port=proxy.port, batch_size=5)
+        cfg = config_mod.load()
+        proc, _log = _start(tmp_path)
+        daemons.append(proc)
+        _wait("the first batch", lambda: _count() >= 5)
+        assert _stop(proc) == 0
+        with open_store(config_mod.resolve_data_dir(cfg), readonly=True) as store:
+            stored = store.message_count()
+            inbox = store.folder(store.account_id("test"), "INBOX")
+            uids = store.folder_uids(inbox.id, inbox.uidvalidity)
+            assert 5 <= stored < 40 and stored % 5 == 0, f"{stored} stored: not whole batches"
+            assert inbox.uidnext == max(uids) + 1  # folder state committed with its last batch
+    finally:
+        proxy.close()
+    assert sync(mailbox.config()).new == 40 - stored
+    assert_mirrored(mailbox, cfg)
+
+
+def test_the_lock_is_released_when_a_daemon_is_killed(mailbox: Mailbox, messages, tmp_path: Path, daemons):
+    mailbox.fill("INBOX", messages[:2])
+    mailbox.write_config()
+    first, _ = _start(tmp_path, "first")
+    daemons.append(first)
+    _wait("the first sync", lambda: _count() == 2)
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    second, _ = _start(tmp_path, "second")
+    daemons.append(second)
+    mailbox.fill("INBOX", messages[2:3])
+    _wait("the second daemon to sync", lambda: _count() == 3)
+    assert _stop(second) == 0
