@@ -135,13 +135,15 @@ class Daemon:
         renew = min(IDLE_RENEW_SECONDS, max(self.config.daemon.poll_seconds, 1.0))
         while not self.stop.is_set():
             try:
+                fresh = conn is None
                 if conn is None:
                     conn = connect(self.account)
                     self._idle_conns.append(conn)
-                    if backoff.failures:
-                        self._notify(folder)  # whatever arrived while we were cut off
                     backoff.reset()
-                if idle_wait(conn, folder, renew):
+                # on a new connection, sync once IDLE listens: mail that arrived before it
+                # (while cut off, or while starting) is never announced
+                started = (lambda: self._notify(folder)) if fresh else None
+                if idle_wait(conn, folder, renew, started):
                     self._notify(folder)
             except SyncError as e:
                 if not isinstance(e, ConnectionLost):

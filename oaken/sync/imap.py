@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from imapclient import IMAPClient, imap_utf7
 from imapclient.response_parser import parse_fetch_response, parse_response
@@ -447,7 +447,7 @@ def _drop(client: IMAPClient | None) -> None:
 _IDLE_EVENT = re.compile(rb"EXISTS|EXPUNGE|FETCH|VANISHED")
 
 
-def idle_wait(conn: Connection, folder: str, timeout: float) -> bool:
+def idle_wait(conn: Connection, folder: str, timeout: float, on_started: Callable[[], None] | None = None) -> bool:
     """IDLE on `folder` for up to `timeout` seconds; True when the server reported a change.
     imapclient's idle_check returns [] early on a dead link; only idle_done raises, so it always
     ends the IDLE and a dead connection surfaces as an exception here."""
@@ -455,6 +455,8 @@ def idle_wait(conn: Connection, folder: str, timeout: float) -> bool:
         conn.client.select_folder(folder, readonly=True)
         conn.selected = folder
     conn.client.idle()
+    if on_started is not None:
+        on_started()  # from here on the server announces every change
     try:
         responses = conn.client.idle_check(timeout=timeout)
     finally:
