@@ -325,8 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_reindex)
 
-    s = sub.add_parser("search", help="search mail: words, \"phrases\", -exclusions, from: after: label: ...")
-    s.add_argument("query", nargs="*")
+    s = sub.add_parser("search", help="search mail: words, \"phrases\", -exclusions, from: after: label: ...",
+                       epilog="A word starting with - looks like an option to the shell's argument parser: "
+                              "put -- before the query (oaken search -- invoice -draft) or quote it whole.")
+    s.add_argument("query", nargs="*", help="words, \"phrases\", -exclusions and operators (see DESIGN.md)")
     s.add_argument("--account")
     s.add_argument("--limit", type=int, default=10)
     s.add_argument("--offset", type=int, default=0)

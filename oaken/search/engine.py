@@ -17,9 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
+import apsw
+
 from oaken import config as config_mod
 from oaken.config import Config
-from oaken.errors import IndexUnavailable, QueryError
+from oaken.errors import IndexUnavailable, QueryError, StoreError
 from oaken.index.keyword import KeywordIndex
 from oaken.search import filters, matching, retrievers
 from oaken.search import query as query_mod
@@ -131,57 +133,63 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
     if not (data_dir / "raw.db").exists():
         warnings.append("no mail yet: run `oaken import` or `oaken sync` first")
         return respond()
-    with Store(data_dir / "raw.db", readonly=True) as store:
-        name = _account(store, cfg, account, warnings)
-        base["account"] = name
-        if name is None:
-            return respond()
-        cons, field_warnings = filters.constraints(
-            parsed, filters.Fields(thread=thread, sender=sender, after=after, before=before, labels=labels,
-                                   disposition=disposition, unread=unread, categories=categories,
-                                   min_priority=min_priority),
-            account=name, categories=cfg.triage.categories)
-        warnings.extend(field_warnings)
-        if cons.impossible:
-            return respond()
+    raw_path = data_dir / "raw.db"
+    try:
+        with Store(raw_path, readonly=True) as store:
+            name = _account(store, cfg, account, warnings)
+            base["account"] = name
+            if name is None:
+                return respond()
+            cons, field_warnings = filters.constraints(
+                parsed, filters.Fields(thread=thread, sender=sender, after=after, before=before, labels=labels,
+                                       disposition=disposition, unread=unread, categories=categories,
+                                       min_priority=min_priority),
+                account=name, categories=cfg.triage.categories)
+            warnings.extend(field_warnings)
+            if cons.impossible:
+                warnings.append(cons.impossible)
+                return respond()
 
-        t = time.perf_counter()
-        try:
-            index = KeywordIndex(data_dir, cfg.index)
-        except IndexUnavailable as e:
-            warnings.append(str(e))
-            # keyword_index_unavailable: mode vector when the vectors can answer (not yet wired in)
-            return respond(mode="vector" if vector.result else "keyword", degraded=True,
-                           degraded_reason="keyword_index_unavailable")
-        try:
-            want = offset + limit
-            if plan is not None and sort == "date":
-                want = max(want, cfg.search.max_candidates)  # date order over every match we may widen to
+            t = time.perf_counter()
             try:
-                if plan is None:
-                    kw = retrievers.newest(index, store, cons, want)
-                else:
-                    kw = retrievers.keyword(index, store, plan, cons, want, cfg.search)
+                index = KeywordIndex(data_dir, cfg.index)
             except IndexUnavailable as e:
                 warnings.append(str(e))
-                return respond(degraded=True, degraded_reason="keyword_index_unavailable")
-            except QueryError as e:  # a MATCH FTS5 refused: a bug here, reported rather than raised
-                warnings.append(f"the keyword index refused the query: {e}")
-                kw = RetrieverResult("keyword", (), RetrieverTrace("keyword", "error", plan.expression if plan else ""))
-        finally:
-            index.close()
-        timings["keyword"] = _ms(t)
+                # keyword_index_unavailable: mode vector when the vectors can answer (not yet wired in)
+                return respond(mode="vector" if vector.result else "keyword", degraded=True,
+                               degraded_reason="keyword_index_unavailable")
+            try:
+                want = offset + limit
+                if plan is not None and sort == "date":
+                    want = max(want, cfg.search.max_candidates)  # date order over every match we may widen to
+                try:
+                    if plan is None:
+                        kw = retrievers.newest(index, store, cons, want)
+                    else:
+                        kw = retrievers.keyword(index, store, plan, cons, want, cfg.search)
+                except IndexUnavailable as e:
+                    warnings.append(str(e))
+                    return respond(degraded=True, degraded_reason="keyword_index_unavailable")
+                except QueryError as e:  # a MATCH FTS5 refused: a bug here, reported rather than raised
+                    warnings.append(f"the keyword index refused the query: {e}")
+                    kw = RetrieverResult("keyword", (), RetrieverTrace("keyword", "error", plan.expression if plan else ""))
+            finally:
+                index.close()
+            timings["keyword"] = _ms(t)
 
-        lists = [kw] + ([vector.result] if vector.result else [])
-        weights = _weights(cfg, parsed, lists)
-        fused = _fuse(lists, weights, cfg.search.rrf_k) if plan is not None else None
+            lists = [kw] + ([vector.result] if vector.result else [])
+            weights = _weights(cfg, parsed, lists)
+            fused = _fuse(lists, weights, cfg.search.rrf_k) if plan is not None else None
 
-        t = time.perf_counter()
-        hits = _hits(store, kw, lists, fused, sort=sort, offset=offset, limit=limit)
-        timings["fetch"] = _ms(t)
-    strong = any(r.strong for lst in lists for r in lst.ranked)
-    return respond(hits, low_confidence=plan is not None and not strong,
-                   traces=tuple(lst.trace for lst in lists), weights=weights)
+            t = time.perf_counter()
+            hits = _hits(store, kw, lists, fused, sort=sort, offset=offset, limit=limit)
+            timings["fetch"] = _ms(t)
+        strong = any(r.strong for lst in lists for r in lst.ranked)
+        return respond(hits, low_confidence=plan is not None and not strong,
+                       traces=tuple(lst.trace for lst in lists), weights=weights)
+    except apsw.Error as e:  # raw.db, the source of truth, is damaged: a failure, not a degraded search
+        raise StoreError(f"{raw_path}: cannot be read ({e}); restore it from a backup, or sync again into a "
+                         "new data directory") from None
 
 
 def _weights(cfg: Config, parsed: query_mod.ParsedQuery, lists: Sequence[RetrieverResult]) -> dict[str, float]:
@@ -240,7 +248,7 @@ def _hits(store: Store, kw: RetrieverResult, lists: Sequence[RetrieverResult], f
         hits.append(Hit(
             id=meta.id, message_id=meta.message_id, account=meta.account, folders=meta.folders, labels=meta.labels,
             thread=meta.thread, subject=meta.subject, sender=_sender(meta), date=_iso(meta.date), unread=meta.unread,
-            score=round(score, 6), snippet=first.snippet if first else "", why=why, matched_chunks=chunks,
+            score=score, snippet=first.snippet if first else "", why=why, matched_chunks=chunks,
         ))
     return tuple(hits)
 

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Benchmark of keyword search, measured against peers in the same run.
+
+1. Cold: the same queries through `oaken search` (a new process each time), `notmuch search` and a
+   bare `python3 -c pass`, on the Enron corpus (6,148 real messages): median wall times and ratios.
+   notmuch sorts by date; Oaken ranks by relevance.
+2. In-process: keyword search p50 and p95 at 10k and 100k messages. Beyond the real 6,148, messages
+   are synthesised by replicating Enron messages with new Message-IDs and shifted dates.
+
+    .venv/bin/python scripts/bench_search.py [--work DIR] [--sizes 10000,100000] [--runs 7]
+
+Needs /work/shared/corpora (not part of a clone) and Debian's notmuch. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CORPUS = Path("/work/shared/corpora/enron-lay-skilling")
+QUERIES = ["california power", "stock options", "dabhol", "ken lay donate", "invoice", "board meeting",
+           "skilling", "energy crisis", "houston reception", "broadband"]
+# In-process only: operators Oaken has and the cold peers would spell differently.
+EXTRA = ["from:kenneth.lay", "is:unread invoice", "when will the california energy crisis end?",
+         '"stock options" -donate', "", "label:inbox after:2001-01-01 power"]
+
+
+def _median_ms(cmd: list[str], runs: int, env: dict[str, str] | None = None) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def _config(home: Path):  # type: ignore[no-untyped-def]
+    from oaken.config import Config, EmbedderConfig, PathsConfig
+
+    return Config(paths=PathsConfig(data_dir=str(home)), embedder=EmbedderConfig(model="none"))
+
+
+def _index(home: Path) -> float:
+    from oaken.index import indexer
+
+    start = time.perf_counter()
+    indexer.update(_config(home))
+    return time.perf_counter() - start
+
+
+def build_enron(home: Path) -> None:
+    from oaken import api
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[embedder]\nmodel = "none"\n')
+    start = time.perf_counter()
+    api.import_mail([CORPUS / "lay-k", CORPUS / "skilling-j"], account="enron", config=_config(home))
+    print(f"  imported 6,148 Enron messages in {time.perf_counter() - start:.1f} s; "
+          f"indexed in {_index(home):.1f} s")
+
+
+_MSGID = re.compile(rb"^Message-ID:[^\n]*\n", re.I | re.M)
+_DATE = re.compile(rb"^Date:[^\n]*\n", re.I | re.M)
+
+
+def grow(home: Path, target: int, seed: int = 5) -> None:
+    """Add replicas of the stored Enron messages until raw.db holds `target` messages."""
+    from email.utils import format_datetime
+    from datetime import datetime, timedelta, timezone
+
+    from oaken.store import Store
+
+    rng = random.Random(seed)
+    with Store(home / "raw.db") as store:
+        have = store.message_count()
+        if have >= target:
+            return
+        originals = [store.raw(m) for m in store.all_message_ids()[:6148]]
+        account = store.account_id("enron")
+        folder = store.ensure_folder(account, "replicas").id
+        start = time.perf_counter()
+        n = have
+        while n < target:
+            with store.transaction():
+                for _ in range(min(2000, target - n)):
+                    raw = rng.choice(originals).replace(b"\r\n", b"\n")
+                    when = datetime(1999, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=rng.randrange(3 * 525600))
+                    head = f"Message-ID: <replica-{n}@bench.oaken>\nDate: {format_datetime(when)}\n".encode()
+                    raw = head + _DATE.sub(b"", _MSGID.sub(b"", raw, count=1), count=1)
+                    store.add_message(account, raw, folder_id=folder, flags=("\\Seen",) if n % 3 else ())
+                    n += 1
+        print(f"  added {target - have:,} replicas in {time.perf_counter() - start:.1f} s; "
+              f"indexed in {_index(home):.1f} s")
+
+
+def in_process(home: Path, runs: int) -> tuple[float, float, int]:
+    from oaken.search.engine import search
+
+    cfg = _config(home)
+    for q in QUERIES:  # one warm-up round: the OS file cache, not Oaken, is what this warms
+        search(q, config=cfg)
+    times = []
+    for _ in range(runs):
+        for q in QUERIES + EXTRA:
+            start = time.perf_counter()
+            search(q, limit=10, config=cfg)
+            times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.95) - 1], len(times)
+
+
+def cold(home: Path, work: Path, runs: int) -> None:
+    nm_db = work / "notmuch-db"
+    nm_conf = work / "notmuch-config"
+    if not nm_db.exists():
+        nm_db.mkdir(parents=True)
+        nm_conf.write_text(f"[database]\npath={nm_db}\nmail_root={CORPUS}\n[new]\ntags=inbox\n"
+                           "[search]\nexclude_tags=\n[maildir]\nsynchronize_flags=false\n")
+        start = time.perf_counter()
+        subprocess.run(["notmuch", f"--config={nm_conf}", "new"], check=True, stdout=subprocess.DEVNULL)
+        print(f"  notmuch indexed the same mail in {time.perf_counter() - start:.1f} s")
+    env = {**os.environ, "OAKEN_HOME": str(home)}
+    oaken = [sys.executable, "-m", "oaken.cli", "search", "--limit", "10"]
+    rows = []
+    for q in QUERIES:
+        o = _median_ms([*oaken, q], runs, env)
+        n = _median_ms(["notmuch", f"--config={nm_conf}", "search", "--limit=10", q], runs)
+        b = _median_ms([sys.executable, "-c", "pass"], runs)
+        s = _median_ms(["python3", "-S", "-c", "pass"], runs)
+        rows.append((q, o, n, b, s))
+    print(f"  {'query':22} {'oaken':>8} {'notmuch':>8} {'python':>8} {'py -S':>8} {'oaken/py':>9} {'oaken/nm':>9}")
+    for q, o, n, b, s in rows:
+        print(f"  {q:22} {o:8.1f} {n:8.1f} {b:8.1f} {s:8.1f} {o / b:9.2f} {o / n:9.2f}")
+    med = [statistics.median(col) for col in zip(*[r[1:] for r in rows])]
+    print(f"  {'median (ms)':22} {med[0]:8.1f} {med[1]:8.1f} {med[2]:8.1f} {med[3]:8.1f} "
+          f"{med[0] / med[2]:9.2f} {med[0] / med[1]:9.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--work", help="folder for the data (default: a temp dir, removed after)")
+    p.add_argument("--sizes", default="10000,100000")
+    p.add_argument("--runs", type=int, default=7)
+    args = p.parse_args(argv)
+    if not CORPUS.exists() or not shutil.which("notmuch"):
+        print("needs /work/shared/corpora and notmuch (apt-get install notmuch)", file=sys.stderr)
+        return 2
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="oaken-bench-"))
+    home = work / "oaken-home"
+    try:
+        print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; data in {work}")
+        if not (home / "raw.db").exists():
+            build_enron(home)
+        print(f"\ncold process per query, median of {args.runs} runs (ms), Enron 6,148 messages")
+        cold(home, work, args.runs)
+        print("\nin-process keyword search (ms), limit 10, "
+              f"{len(QUERIES) + len(EXTRA)} queries x {args.runs} runs")
+        for size in (int(s) for s in args.sizes.split(",") if s):
+            grow(home, size)
+            p50, p95, n = in_process(home, args.runs)
+            print(f"  {size:>7,} messages: p50 {p50:6.2f}  p95 {p95:6.2f}  ({n} searches)")
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
