@@ -188,11 +188,12 @@ class _SyncBar:
 def cmd_sync(args: argparse.Namespace) -> int:
     import time
 
-    from oaken import daemon
     from oaken.sync import runner
 
     cfg = _config(args)
     if args.daemon:
+        from oaken import daemon
+
         return daemon.run(cfg, account=args.account, index=not args.no_index)
     bar = _SyncBar()
     try:
@@ -208,6 +209,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     if report.changed and not args.no_index:
+        from oaken import daemon
+
         daemon.index_now(cfg)
     changed = [f for f in report.folders if not f.skipped]
     print(f"{report.account}: {report.new} new, {sum(f.matched for f in changed)} matched again, "

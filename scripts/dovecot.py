@@ -86,6 +86,7 @@ mail_gid = {gid}
 first_valid_uid = {uid}
 last_valid_uid = {uid}
 mail_max_userip_connections = 200
+mail_fsync = never
 verbose_proctitle = yes
 imap_idle_notify_interval = 2 mins
 {capability}

@@ -1,6 +1,6 @@
 """A real Dovecot for the sync tests: one server per test worker, one fresh user per test.
 
-`mailbox` gives a test its own IMAP user with helpers to put mail on the server (APPEND, doveadm)
+`imap_box` gives a test its own IMAP user with helpers to put mail on the server (APPEND, doveadm)
 and to read back the server's state as (Message-ID, folder, flags), which the tests compare with
 what raw.db mirrors.
 """
@@ -171,15 +171,15 @@ def _mailbox(server: Dovecot, home: Path) -> Mailbox:
 
 
 @pytest.fixture
-def mailbox(dovecot: Dovecot, oaken_home: Path) -> Mailbox:
+def imap_box(dovecot: Dovecot, oaken_home: Path) -> Mailbox:
     return _mailbox(dovecot, oaken_home)
 
 
 @pytest.fixture
-def basic_mailbox(dovecot_basic: Dovecot, oaken_home: Path) -> Mailbox:
+def basic_imap_box(dovecot_basic: Dovecot, oaken_home: Path) -> Mailbox:
     return _mailbox(dovecot_basic, oaken_home)
 
 
 @pytest.fixture
-def messages() -> list[bytes]:
+def real_mail() -> list[bytes]:
     return corpus()

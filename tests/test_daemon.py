@@ -64,17 +64,17 @@ def daemons():
 
 
 def test_daemon_idles_pushes_reconnects_refuses_a_twin_and_stops_on_sigterm(
-        mailbox: Mailbox, messages, tmp_path: Path, daemons):
-    mailbox.fill("INBOX", messages[:5])
-    mailbox.fill("Other", messages[5:8])
-    mailbox.write_config()
+        imap_box: Mailbox, real_mail, tmp_path: Path, daemons):
+    imap_box.fill("INBOX", real_mail[:5])
+    imap_box.fill("Other", real_mail[5:8])
+    imap_box.write_config()
     cfg = config_mod.load()
     proc, log = _start(tmp_path)
     daemons.append(proc)
     _wait("the first sync", lambda: _count() == 8)
 
     # new mail is announced by IDLE (the poll interval is 30 s)
-    mailbox.fill("INBOX", messages[8:9])
+    imap_box.fill("INBOX", real_mail[8:9])
     _wait("IDLE to bring the new message", lambda: _count() == 9)
 
     # a message opened locally is marked read on the server within seconds
@@ -83,11 +83,11 @@ def test_daemon_idles_pushes_reconnects_refuses_a_twin_and_stops_on_sigterm(
         first = min(store.folder_uids(inbox.id, inbox.uidvalidity).items())[1][0]
         mid = store.meta(first).message_id
         store.mark_read(first)
-    _wait("the push", lambda: any(m == mid and "\\Seen" in f for m, _fo, f in mailbox.server_state()))
+    _wait("the push", lambda: any(m == mid and "\\Seen" in f for m, _fo, f in imap_box.server_state()))
 
     # the server kills every session: the daemon reconnects and carries on
-    assert mailbox.server.kill_sessions() >= 2
-    mailbox.fill("INBOX", messages[9:10])
+    assert imap_box.server.kill_sessions() >= 2
+    imap_box.fill("INBOX", real_mail[9:10])
     _wait("mail after a reconnect", lambda: _count() == 10)
 
     twin = subprocess.run([sys.executable, "-m", "oaken.cli", "sync", "--daemon"], capture_output=True, text=True,
@@ -99,15 +99,15 @@ def test_daemon_idles_pushes_reconnects_refuses_a_twin_and_stops_on_sigterm(
     text = log.read_text()
     assert "connection lost" in text or "idle connection lost" in text
     assert "daemon stopped" in text
-    assert_mirrored(mailbox, cfg)
+    assert_mirrored(imap_box, cfg)
 
 
-def test_sigterm_lets_the_running_batch_commit_and_exits_0(mailbox: Mailbox, messages, tmp_path: Path, daemons):
-    mailbox.fill("INBOX", messages[:40])
-    proxy = TcpProxy(mailbox.server.ssl_port)
+def test_sigterm_lets_the_running_batch_commit_and_exits_0(imap_box: Mailbox, real_mail, tmp_path: Path, daemons):
+    imap_box.fill("INBOX", real_mail[:40])
+    proxy = TcpProxy(imap_box.server.ssl_port)
     proxy.rate = 60_000  # about 2 s for the whole folder
     try:
-        mailbox.write_config(port=proxy.port, batch_size=5)
+        imap_box.write_config(port=proxy.port, batch_size=5)
         cfg = config_mod.load()
         proc, _log = _start(tmp_path)
         daemons.append(proc)
@@ -121,13 +121,13 @@ def test_sigterm_lets_the_running_batch_commit_and_exits_0(mailbox: Mailbox, mes
             assert inbox.uidnext == max(uids) + 1  # folder state committed with its last batch
     finally:
         proxy.close()
-    assert sync(mailbox.config()).new == 40 - stored
-    assert_mirrored(mailbox, cfg)
+    assert sync(imap_box.config()).new == 40 - stored
+    assert_mirrored(imap_box, cfg)
 
 
-def test_the_lock_is_released_when_a_daemon_is_killed(mailbox: Mailbox, messages, tmp_path: Path, daemons):
-    mailbox.fill("INBOX", messages[:2])
-    mailbox.write_config()
+def test_the_lock_is_released_when_a_daemon_is_killed(imap_box: Mailbox, real_mail, tmp_path: Path, daemons):
+    imap_box.fill("INBOX", real_mail[:2])
+    imap_box.write_config()
     first, _ = _start(tmp_path, "first")
     daemons.append(first)
     _wait("the first sync", lambda: _count() == 2)
@@ -135,6 +135,6 @@ def test_the_lock_is_released_when_a_daemon_is_killed(mailbox: Mailbox, messages
     first.wait()
     second, _ = _start(tmp_path, "second")
     daemons.append(second)
-    mailbox.fill("INBOX", messages[2:3])
+    imap_box.fill("INBOX", real_mail[2:3])
     _wait("the second daemon to sync", lambda: _count() == 3)
     assert _stop(second) == 0

@@ -25,9 +25,9 @@ def _first(cfg: config_mod.Config) -> int:
         return min(store.folder_uids(inbox.id, inbox.uidvalidity).items())[1][0]
 
 
-def test_open_returns_headers_and_text_and_marks_read_then_sync_tells_the_server(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:3])
-    cfg = mailbox.config()
+def test_open_returns_headers_and_text_and_marks_read_then_sync_tells_the_server(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:3])
+    cfg = imap_box.config()
     sync(cfg)
     message = _first(cfg)
     peeked = oaken.open(message, peek=True, config=cfg)
@@ -40,18 +40,18 @@ def test_open_returns_headers_and_text_and_marks_read_then_sync_tells_the_server
     with open_store(config_mod.resolve_data_dir(cfg), readonly=True) as store:
         assert not store.meta(message).unread
         assert len(store.pending_flag_changes()) == 1
-    assert not any("\\Seen" in f for _m, _fo, f in mailbox.server_state())  # not yet: queued
+    assert not any("\\Seen" in f for _m, _fo, f in imap_box.server_state())  # not yet: queued
     sync(cfg)
-    seen = [mid for mid, _fo, f in mailbox.server_state() if "\\Seen" in f]
+    seen = [mid for mid, _fo, f in imap_box.server_state() if "\\Seen" in f]
     assert seen == [opened.message_id]
-    assert_mirrored(mailbox, cfg)
+    assert_mirrored(imap_box, cfg)
     again = oaken.open(message, config=cfg)
     assert not again.was_unread and again.queued == 0
 
 
-def test_show_command_prints_the_message_and_peek_leaves_it_unread(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:2])
-    mailbox.write_config()
+def test_show_command_prints_the_message_and_peek_leaves_it_unread(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:2])
+    imap_box.write_config()
     cfg = config_mod.load()
     sync(cfg)
     message = _first(cfg)

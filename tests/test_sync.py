@@ -12,53 +12,53 @@ def _store(cfg: config_mod.Config):
     return open_store(config_mod.resolve_data_dir(cfg))
 
 
-def test_first_sync_mirrors_subscribed_folders_but_junk_and_trash_and_never_marks_read(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:20])
-    mailbox.fill("Lists/notmuch", messages[20:30], flags=("\\Flagged", "$Work"))
-    mailbox.fill("Junk", messages[30:33])
-    mailbox.fill("Trash", messages[33:35])
-    with mailbox.client() as c:
+def test_first_sync_mirrors_subscribed_folders_but_junk_and_trash_and_never_marks_read(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:20])
+    imap_box.fill("Lists/notmuch", real_mail[20:30], flags=("\\Flagged", "$Work"))
+    imap_box.fill("Junk", real_mail[30:33])
+    imap_box.fill("Trash", real_mail[33:35])
+    with imap_box.client() as c:
         c.create_folder("Unsubscribed")
-        c.append("Unsubscribed", messages[35])
-    cfg = mailbox.config()
+        c.append("Unsubscribed", real_mail[35])
+    cfg = imap_box.config()
     report = sync(cfg)
     assert {f.folder for f in report.folders} == {"INBOX", "Lists/notmuch"}
     assert report.new == 30
-    assert_mirrored(mailbox, cfg)
+    assert_mirrored(imap_box, cfg)
     # BODY.PEEK[]: the server still has every message unread
-    assert not any("\\Seen" in flags for _m, _f, flags in mailbox.server_state())
+    assert not any("\\Seen" in flags for _m, _f, flags in imap_box.server_state())
     with _store(cfg) as store:
         meta = store.meta(store.message_ids_in(store.account_id("test"))[-1])
         assert "Lists/notmuch" in meta.labels and "$Work" in meta.labels and meta.starred and meta.unread
 
 
-def test_new_mail_flag_changes_and_expunges_and_unchanged_folders_skipped(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:15])
-    mailbox.fill("Archive", messages[15:25])
-    cfg = mailbox.config()
+def test_new_mail_flag_changes_and_expunges_and_unchanged_folders_skipped(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:15])
+    imap_box.fill("Archive", real_mail[15:25])
+    cfg = imap_box.config()
     sync(cfg)
     again = sync(cfg)
     assert again.skipped == 2 and not again.changed
-    with mailbox.client() as c:
+    with imap_box.client() as c:
         c.select_folder("INBOX")
         uids = c.search("ALL")
         c.add_flags(uids[:4], ["\\Seen", "$Label1"])
         c.remove_flags(uids[:1], ["\\Seen"])
         c.delete_messages(uids[10:13])
         c.expunge()
-        c.append("INBOX", messages[25])
+        c.append("INBOX", real_mail[25])
     report = sync(cfg)
     inbox = next(f for f in report.folders if f.folder == "INBOX")
     assert (inbox.new, inbox.flags, inbox.expunged) == (1, 4, 3)
     assert next(f for f in report.folders if f.folder == "Archive").skipped
-    assert_mirrored(mailbox, cfg)
+    assert_mirrored(imap_box, cfg)
 
 
 def test_server_without_condstore_qresync_or_list_status_is_mirrored_by_comparing_uid_sets(
-        basic_mailbox: Mailbox, messages):
-    box = basic_mailbox
-    box.fill("INBOX", messages[:12])
-    box.fill("Work", messages[12:18])
+        basic_imap_box: Mailbox, real_mail):
+    box = basic_imap_box
+    box.fill("INBOX", real_mail[:12])
+    box.fill("Work", real_mail[12:18])
     cfg = box.config()
     sync(cfg)
     assert_mirrored(box, cfg)
@@ -69,44 +69,44 @@ def test_server_without_condstore_qresync_or_list_status_is_mirrored_by_comparin
         c.add_flags(uids[2:5], ["\\Answered"])
         c.delete_messages(uids[:2])
         c.expunge()
-        c.append("INBOX", messages[20], flags=["\\Seen"])
+        c.append("INBOX", real_mail[20], flags=["\\Seen"])
     report = sync(cfg)
     inbox = next(f for f in report.folders if f.folder == "INBOX")
     assert (inbox.new, inbox.flags, inbox.expunged) == (1, 3, 2)
     assert_mirrored(box, cfg)
 
 
-def test_include_and_exclude_patterns(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:3])
-    mailbox.fill("Work/a", messages[3:5])
-    mailbox.fill("Work/b", messages[5:7])
-    mailbox.fill("Junk", messages[7:9])
-    cfg = mailbox.config(folders=["INBOX", "Work/*", "Junk"], exclude=["Work/b"])
+def test_include_and_exclude_patterns(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:3])
+    imap_box.fill("Work/a", real_mail[3:5])
+    imap_box.fill("Work/b", real_mail[5:7])
+    imap_box.fill("Junk", real_mail[7:9])
+    cfg = imap_box.config(folders=["INBOX", "Work/*", "Junk"], exclude=["Work/b"])
     report = sync(cfg)
     assert {f.folder for f in report.folders} == {"INBOX", "Work/a", "Junk"}
 
 
-def test_one_message_in_two_folders_is_stored_once_with_two_locations(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:3])
-    mailbox.fill("All Mail", messages[:3])
-    cfg = mailbox.config()
+def test_one_message_in_two_folders_is_stored_once_with_two_locations(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:3])
+    imap_box.fill("All Mail", real_mail[:3])
+    cfg = imap_box.config()
     sync(cfg)
-    assert_mirrored(mailbox, cfg)
+    assert_mirrored(imap_box, cfg)
     with _store(cfg) as store:
         ids = store.message_ids_in(store.account_id("test"))
         assert len(ids) == 3
         assert all(store.meta(i).folders == ("All Mail", "INBOX") for i in ids)
 
 
-def test_renamed_folder_is_mirrored_without_downloading_and_deleted_folder_is_dropped(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:2])
-    mailbox.fill("Projects", messages[2:12])
-    mailbox.fill("Old", messages[12:15])
-    cfg = mailbox.config()
+def test_renamed_folder_is_mirrored_without_downloading_and_deleted_folder_is_dropped(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:2])
+    imap_box.fill("Projects", real_mail[2:12])
+    imap_box.fill("Old", real_mail[12:15])
+    cfg = imap_box.config()
     sync(cfg)
     with _store(cfg) as store:
         before = sorted(store.message_ids_in(store.account_id("test")))
-    with mailbox.client() as c:
+    with imap_box.client() as c:
         c.rename_folder("Projects", "Projects 2024")
         c.subscribe_folder("Projects 2024")
         c.delete_folder("Old")
@@ -114,19 +114,19 @@ def test_renamed_folder_is_mirrored_without_downloading_and_deleted_folder_is_dr
     assert report.renamed == (("Projects", "Projects 2024"),)
     assert report.deleted == ("Old",)
     assert sum(f.bytes for f in report.folders) == 0, "a renamed folder's mail was downloaded again"
-    assert_mirrored(mailbox, cfg)
+    assert_mirrored(imap_box, cfg)
     with _store(cfg) as store:
         after = sorted(store.message_ids_in(store.account_id("test")))
     assert set(after) < set(before) and len(after) == 12
 
 
-def test_uidvalidity_change_rematches_without_download_duplicate_or_loss(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:20])
-    cfg = mailbox.config()
+def test_uidvalidity_change_rematches_without_download_duplicate_or_loss(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:20])
+    cfg = imap_box.config()
     sync(cfg)
     with _store(cfg) as store:
         before = sorted(store.message_ids_in(store.account_id("test")))
-    with mailbox.client() as c:
+    with imap_box.client() as c:
         c.select_folder("INBOX")
         uids = c.search("ALL")
         c.add_flags(uids[:2], ["\\Seen"])
@@ -134,29 +134,29 @@ def test_uidvalidity_change_rematches_without_download_duplicate_or_loss(mailbox
         c.expunge()
         c.close_folder()
         uv = c.select_folder("INBOX")[b"UIDVALIDITY"]
-    mailbox.doveadm("mailbox update", "--uid-validity", str(uv + 1000), "INBOX")
-    mailbox.fill("INBOX", messages[20:22])
+    imap_box.doveadm("mailbox update", "--uid-validity", str(uv + 1000), "INBOX")
+    imap_box.fill("INBOX", real_mail[20:22])
     report = sync(cfg)
     inbox = report.folders[0]
     assert inbox.uidvalidity_changed
     assert inbox.matched == 19 and inbox.new == 2 and inbox.expunged == 1
-    assert inbox.bytes == sum(len(m) for m in messages[20:22]), "matched messages were downloaded again"
-    assert_mirrored(mailbox, cfg)
+    assert inbox.bytes == sum(len(m) for m in real_mail[20:22]), "matched messages were downloaded again"
+    assert_mirrored(imap_box, cfg)
     with _store(cfg) as store:
         after = sorted(store.message_ids_in(store.account_id("test")))
         assert store.folder(store.account_id("test"), "INBOX").uidvalidity == uv + 1000
     assert set(before) - set(after) and len(set(before) & set(after)) == 19, "Oaken ids kept for matched mail"
 
 
-def test_deleted_and_recreated_folder_gets_a_new_uidvalidity_and_is_mirrored(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:1])
-    mailbox.fill("Box", messages[1:6])
-    cfg = mailbox.config()
+def test_deleted_and_recreated_folder_gets_a_new_uidvalidity_and_is_mirrored(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:1])
+    imap_box.fill("Box", real_mail[1:6])
+    cfg = imap_box.config()
     sync(cfg)
-    with mailbox.client() as c:
+    with imap_box.client() as c:
         c.delete_folder("Box")
-    mailbox.fill("Box", messages[3:8])
+    imap_box.fill("Box", real_mail[3:8])
     report = sync(cfg)
     box = next(f for f in report.folders if f.folder == "Box")
     assert box.uidvalidity_changed and box.matched == 3 and box.new == 2
-    assert_mirrored(mailbox, cfg)
+    assert_mirrored(imap_box, cfg)

@@ -40,8 +40,8 @@ def _when(condition: Callable[[], bool], action: Callable[[], object], timeout: 
 
 
 @pytest.fixture
-def proxy(mailbox: Mailbox):
-    p = TcpProxy(mailbox.server.ssl_port)
+def proxy(imap_box: Mailbox):
+    p = TcpProxy(imap_box.server.ssl_port)
     yield p
     p.close()
 
@@ -55,33 +55,33 @@ FAULTS = {
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_fault_mid_fetch_then_the_next_sync_resumes(mailbox: Mailbox, messages, proxy: TcpProxy, fault: str):
-    mailbox.fill("INBOX", messages[:40])
-    mailbox.fill("Other", messages[40:])
+def test_fault_mid_fetch_then_the_next_sync_resumes(imap_box: Mailbox, real_mail, proxy: TcpProxy, fault: str):
+    imap_box.fill("INBOX", real_mail[:40])
+    imap_box.fill("Other", real_mail[40:])
     proxy.rate = 100_000  # slow enough that the fault lands inside a FETCH
-    cfg = mailbox.config(port=proxy.port, batch_size=15, timeout_seconds=1.0)
-    hit = _when(lambda: proxy.downstream > 60_000, lambda: FAULTS[fault](mailbox, proxy))
+    cfg = imap_box.config(port=proxy.port, batch_size=15, timeout_seconds=1.0)
+    hit = _when(lambda: proxy.downstream > 60_000, lambda: FAULTS[fault](imap_box, proxy))
     try:
         with pytest.raises(ConnectionLost):
             sync(cfg)
     finally:
         hit.join()
     stored = _count(cfg)
-    assert 0 < stored < len(messages), f"the fault did not land mid-sync ({stored} stored)"
+    assert 0 < stored < len(real_mail), f"the fault did not land mid-sync ({stored} stored)"
     proxy.blackholed = False
     proxy.rate = None
     report = sync(cfg)
-    assert report.new == len(messages) - stored
-    assert_mirrored(mailbox, cfg)
+    assert report.new == len(real_mail) - stored
+    assert_mirrored(imap_box, cfg)
 
 
-def test_a_throttled_and_delayed_link_still_mirrors(mailbox: Mailbox, messages, proxy: TcpProxy):
-    mailbox.fill("INBOX", messages[:20])
+def test_a_throttled_and_delayed_link_still_mirrors(imap_box: Mailbox, real_mail, proxy: TcpProxy):
+    imap_box.fill("INBOX", real_mail[:20])
     proxy.rate = 400_000
     proxy.delay = 0.002
-    cfg = mailbox.config(port=proxy.port, batch_size=7, timeout_seconds=2.0)
+    cfg = imap_box.config(port=proxy.port, batch_size=7, timeout_seconds=2.0)
     assert sync(cfg).new == 20
-    assert_mirrored(mailbox, cfg)
+    assert_mirrored(imap_box, cfg)
 
 
 def _oaken_sync(env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -90,9 +90,9 @@ def _oaken_sync(env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("point", ["sync.mid_batch", "sync.before_state", "sync.mid_flag_push"])
-def test_kill_9_at_a_named_point_then_resume(mailbox: Mailbox, messages, tmp_path: Path, point: str):
-    mailbox.fill("INBOX", messages[:30])
-    mailbox.write_config(batch_size=10)
+def test_kill_9_at_a_named_point_then_resume(imap_box: Mailbox, real_mail, tmp_path: Path, point: str):
+    imap_box.fill("INBOX", real_mail[:30])
+    imap_box.write_config(batch_size=10)
     cfg = config_mod.load()
     crash_log = tmp_path / "crash.log"
     env = {**os.environ, "OAKEN_CRASH_AT": f"{point}:2", "OAKEN_CRASH_LOG": str(crash_log)}
@@ -109,7 +109,7 @@ def test_kill_9_at_a_named_point_then_resume(mailbox: Mailbox, messages, tmp_pat
         if point == "sync.mid_flag_push":
             # the first change was committed, the second reached the server but not raw.db
             assert len(store.pending_flag_changes()) == 2
-            assert sum("\\Seen" in f for _m, _f, f in mailbox.server_state().elements()) == 2
+            assert sum("\\Seen" in f for _m, _f, f in imap_box.server_state().elements()) == 2
         else:  # batch 1 committed with its folder state; batch 2 rolled back whole
             assert store.message_count() == 10
             inbox = store.folder(store.account_id("test"), "INBOX")
@@ -117,8 +117,8 @@ def test_kill_9_at_a_named_point_then_resume(mailbox: Mailbox, messages, tmp_pat
     env.pop("OAKEN_CRASH_AT")
     again = _oaken_sync(env)
     assert again.returncode == 0, again.stderr
-    assert_mirrored(mailbox, cfg)
+    assert_mirrored(imap_box, cfg)
     with open_store(config_mod.resolve_data_dir(cfg), readonly=True) as store:
         assert not store.pending_flag_changes()
     if point == "sync.mid_flag_push":
-        assert sum("\\Seen" in f for _m, _f, f in mailbox.server_state().elements()) == 3
+        assert sum("\\Seen" in f for _m, _f, f in imap_box.server_state().elements()) == 3

@@ -18,38 +18,42 @@ def _by_uid(store) -> list[int]:
     return [m for _uid, (m, _f) in sorted(store.folder_uids(inbox.id, inbox.uidvalidity).items())]
 
 
+def _synced(box: Mailbox, real_mail: list[bytes], n: int) -> config_mod.Config:
+    """n messages in INBOX, mirrored once."""
+    box.fill("INBOX", real_mail[:n])
+    cfg = box.config()
+    sync(cfg)
+    return cfg
+
+
 def _server_flags(box: Mailbox, folder: str = "INBOX") -> dict[str, set[str]]:
     return {mid: set(flags) for mid, f, flags in box.server_state() if f == folder}
 
 
-def test_marking_read_is_pushed_before_the_pull_and_never_reverted(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:5])
-    cfg = mailbox.config()
-    sync(cfg)
+def test_marking_read_is_pushed_before_the_pull_and_never_reverted(imap_box: Mailbox, real_mail):
+    cfg = _synced(imap_box, real_mail, 5)
     with _open(cfg) as store, store.transaction():
         first = _by_uid(store)[0]
         mid = store.meta(first).message_id
         assert store.mark_read(first) == 1
     report = sync(cfg)
     assert report.folders[0].pushed == 1
-    assert "\\Seen" in _server_flags(mailbox)[mid]
-    assert_mirrored(mailbox, cfg)
+    assert "\\Seen" in _server_flags(imap_box)[mid]
+    assert_mirrored(imap_box, cfg)
     with _open(cfg) as store:
         assert not store.meta(first).unread
         assert not store.pending_flag_changes()
 
 
 def test_flags_changed_and_messages_expunged_by_another_client_while_a_local_change_waits(
-        mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:6])
-    cfg = mailbox.config()
-    sync(cfg)
+        imap_box: Mailbox, real_mail):
+    cfg = _synced(imap_box, real_mail, 6)
     with _open(cfg) as store, store.transaction():
         ids = _by_uid(store)
         store.mark_read(ids[0])  # the other client flags this one meanwhile
         store.mark_read(ids[1])  # and expunges this one
         kept = store.meta(ids[0]).message_id
-    with mailbox.client() as c:
+    with imap_box.client() as c:
         c.select_folder("INBOX")
         uids = c.search("ALL")
         c.add_flags(uids[0], ["\\Flagged"])
@@ -57,16 +61,14 @@ def test_flags_changed_and_messages_expunged_by_another_client_while_a_local_cha
         c.expunge()
     report = sync(cfg)
     assert report.folders[0].rejected == 0 and not report.rejected_flag_changes
-    assert _server_flags(mailbox)[kept] == {"\\Seen", "\\Flagged"}  # both changes, neither lost
-    assert_mirrored(mailbox, cfg)
+    assert _server_flags(imap_box)[kept] == {"\\Seen", "\\Flagged"}  # both changes, neither lost
+    assert_mirrored(imap_box, cfg)
     with _open(cfg) as store:
         assert not store.pending_flag_changes()
 
 
-def test_a_change_the_server_refuses_is_reported_and_kept(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:2])
-    cfg = mailbox.config()
-    sync(cfg)
+def test_a_change_the_server_refuses_is_reported_and_kept(imap_box: Mailbox, real_mail):
+    cfg = _synced(imap_box, real_mail, 2)
     with _open(cfg) as store, store.transaction():
         message = _by_uid(store)[0]
         location = store.locations(message)[0].id
@@ -77,14 +79,12 @@ def test_a_change_the_server_refuses_is_reported_and_kept(mailbox: Mailbox, mess
     assert report.rejected_flag_changes[0][3]  # the server's reason
     with _open(cfg) as store:
         assert store.status()["flag_changes"]["rejected"] == 1
-    assert_mirrored(mailbox, cfg)
+    assert_mirrored(imap_box, cfg)
 
 
-def test_flag_push_without_condstore(basic_mailbox: Mailbox, messages):
-    box = basic_mailbox
-    box.fill("INBOX", messages[:3])
-    cfg = box.config()
-    sync(cfg)
+def test_flag_push_without_condstore(basic_imap_box: Mailbox, real_mail):
+    box = basic_imap_box
+    cfg = _synced(box, real_mail, 3)
     with _open(cfg) as store, store.transaction():
         first = _by_uid(store)[0]
         mid = store.meta(first).message_id

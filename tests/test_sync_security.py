@@ -29,49 +29,49 @@ def _auth_failures(box: Mailbox) -> int:
     return sum(1 for line in text.splitlines() if "auth failed" in line and f"user=<{box.user}>" in line)
 
 
-def test_starttls_with_a_verified_certificate(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:3])
-    cfg = mailbox.config(tls="starttls", port=mailbox.server.port)
+def test_starttls_with_a_verified_certificate(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:3])
+    cfg = imap_box.config(tls="starttls", port=imap_box.server.port)
     assert sync(cfg).new == 3
-    assert_mirrored(mailbox, cfg)
+    assert_mirrored(imap_box, cfg)
 
 
-def test_plaintext_is_allowed_to_loopback_only(mailbox: Mailbox, messages):
-    mailbox.fill("INBOX", messages[:2])
-    cfg = mailbox.config(tls="none", port=mailbox.server.port)
+def test_plaintext_is_allowed_to_loopback_only(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:2])
+    cfg = imap_box.config(tls="none", port=imap_box.server.port)
     assert sync(cfg).new == 2
     with pytest.raises(ConfigError, match="allow_plaintext"):
-        mailbox.config(tls="none", host="imap.example.com")
+        imap_box.config(tls="none", host="imap.example.com")
 
 
-def test_an_untrusted_certificate_is_refused_once(mailbox: Mailbox):
-    cfg = mailbox.config(ca_file=None)
+def test_an_untrusted_certificate_is_refused_once(imap_box: Mailbox):
+    cfg = imap_box.config(ca_file=None)
     with pytest.raises(SyncError, match="certificate not trusted") as err:
         sync(cfg)
     assert not isinstance(err.value, ConnectionLost)
 
 
-def test_a_refused_login_is_one_clear_error_not_a_retry_storm(mailbox: Mailbox):
-    data = mailbox.config_dict(password_command="printf %s wrong-password-123")
-    mailbox.write_config(data)
+def test_a_refused_login_is_one_clear_error_not_a_retry_storm(imap_box: Mailbox):
+    data = imap_box.config_dict(password_command="printf %s wrong-password-123")
+    imap_box.write_config(data)
     env = {**os.environ}
     out = subprocess.run([sys.executable, "-m", "oaken.cli", "sync", "--daemon"], capture_output=True, text=True,
                          timeout=30, env=env, cwd=ROOT)
     assert out.returncode == 1
     assert "login as" in out.stderr and "refused" in out.stderr and "password source" in out.stderr
     assert "wrong-password-123" not in out.stderr + out.stdout
-    assert _auth_failures(mailbox) == 1
+    assert _auth_failures(imap_box) == 1
 
 
-def test_password_from_environment_and_from_a_private_file(mailbox: Mailbox, messages, tmp_path: Path,
+def test_password_from_environment_and_from_a_private_file(imap_box: Mailbox, real_mail, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch):
-    mailbox.fill("INBOX", messages[:1])
-    monkeypatch.setenv("OAKEN_TEST_PASSWORD", mailbox.password)
-    assert sync(mailbox.config(password_command=None, password_env="OAKEN_TEST_PASSWORD")).new == 1
+    imap_box.fill("INBOX", real_mail[:1])
+    monkeypatch.setenv("OAKEN_TEST_PASSWORD", imap_box.password)
+    assert sync(imap_box.config(password_command=None, password_env="OAKEN_TEST_PASSWORD")).new == 1
     secret = tmp_path / "password"
-    secret.write_text(mailbox.password + "\n")
+    secret.write_text(imap_box.password + "\n")
     os.chmod(secret, 0o644)
-    cfg = mailbox.config(password_command=None, password_file=str(secret))
+    cfg = imap_box.config(password_command=None, password_file=str(secret))
     with pytest.raises(SyncError, match="chmod 600"):
         sync(cfg)
     os.chmod(secret, 0o600)
@@ -112,9 +112,9 @@ def oauth_dovecot() -> Iterator[Dovecot]:
 
 
 @pytest.mark.parametrize("mechanism", ["xoauth2", "oauthbearer"])
-def test_oauth2_token_from_a_command(oauth_dovecot: Dovecot, oaken_home: Path, messages, mechanism: str):
+def test_oauth2_token_from_a_command(oauth_dovecot: Dovecot, oaken_home: Path, real_mail, mechanism: str):
     box = _mailbox(oauth_dovecot, oaken_home)
-    box.fill("INBOX", messages[:2])
+    box.fill("INBOX", real_mail[:2])
     token = f"tok-{box.user}-{mechanism}"
     TOKENS[token] = box.user
     cfg = box.config(auth=mechanism, password_command=None, oauth2_token_command=f"printf %s {token}")

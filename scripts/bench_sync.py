@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Sync benchmark: Oaken against mbsync (Debian isync, `FSync no`) on the same private Dovecot in
+the same run. Loads N messages into INBOX with MULTIAPPEND, then times:
+
+- a full sync of an empty mirror (`oaken sync --once --no-index` as a process; `mbsync -a`),
+- a no-change sync as a cold process (both tools),
+- a no-change cycle of the running daemon (an open connection: one LIST-STATUS, the folder skipped).
+
+    .venv/bin/python scripts/bench_sync.py [--messages 10000]
+
+Real mail: the Enron messages of ../shared/corpora when present (repeated with a new Message-ID
+to reach N), else tests/data/sync. Prints the times and the ratios Oaken / mbsync.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from dovecot import Dovecot  # noqa: E402
+
+CORPORA = [ROOT.parent / "shared" / "corpora" / "enron-lay-skilling", ROOT / "tests" / "data" / "sync"]
+USER, PASSWORD = "bench", "bench-password-1"
+
+
+def load_messages(n: int) -> list[bytes]:
+    for folder in CORPORA:
+        files = sorted(folder.rglob("*.eml"))
+        if files:
+            break
+    base = [p.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n") for p in files]
+    out = []
+    for i in range(n):
+        raw = base[i % len(base)]
+        copy = i // len(base)
+        if copy:  # the same real message again, but a distinct one for the mirror
+            raw = re.sub(rb"(?im)^Message-ID:\s*<", b"Message-ID: <copy%d." % copy, raw, count=1)
+        out.append(raw)
+    return out
+
+
+def fill(server: Dovecot, messages: list[bytes]) -> float:
+    import ssl
+
+    from imapclient import IMAPClient
+
+    ctx = ssl.create_default_context(cafile=server.ca_file)
+    t0 = time.perf_counter()
+    with IMAPClient("127.0.0.1", server.ssl_port, ssl=True, ssl_context=ctx, timeout=60) as c:
+        c.login(USER, PASSWORD)
+        for i in range(0, len(messages), 500):
+            c.multiappend("INBOX", messages[i:i + 500])
+    return time.perf_counter() - t0
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
+    return elapsed
+
+
+def mbsync_config(work: Path, server: Dovecot) -> Path:
+    maildir = work / "mbsync-mail"
+    maildir.mkdir()
+    conf = work / "mbsyncrc"
+    conf.write_text(f"""FSync no
+
+IMAPAccount bench
+Host localhost
+Port {server.ssl_port}
+User {USER}
+Pass {PASSWORD}
+SSLType IMAPS
+CertificateFile {server.ca_file}
+
+IMAPStore remote
+Account bench
+
+MaildirStore local
+Path {maildir}/
+Inbox {maildir}/INBOX
+
+Channel bench
+Far :remote:
+Near :local:
+Patterns *
+Create Near
+Sync Pull
+SyncState *
+""")
+    return conf
+
+
+def oaken_config(home: Path, server: Dovecot) -> None:
+    home.mkdir(mode=0o700)
+    conf = home / "config.toml"
+    conf.write_text(f"""default_account = "bench"
+[accounts.bench]
+host = "127.0.0.1"
+port = {server.ssl_port}
+tls = "implicit"
+ca_file = "{server.ca_file}"
+username = "{USER}"
+password_env = "BENCH_IMAP_PASSWORD"
+[log]
+level = "warning"
+""")
+    os.chmod(conf, 0o600)
+
+
+def daemon_cycle(home: Path, runs: int) -> float:
+    """Median time of a no-change cycle of the running daemon (connection already open)."""
+    os.environ["OAKEN_HOME"] = str(home)
+    os.environ["BENCH_IMAP_PASSWORD"] = PASSWORD
+    from oaken import config as config_mod
+    from oaken import log
+    from oaken.sync.runner import AccountSync, account_config
+
+    cfg = config_mod.load()
+    log.configure(cfg.log)
+    syncer = AccountSync(cfg, account_config(cfg, None))
+    try:
+        syncer.run()  # warm: connect, as the daemon did long ago
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            report = syncer.run()
+            times.append(time.perf_counter() - t0)
+            assert report.skipped == len(report.folders) and not report.changed, report
+        return statistics.median(times)
+    finally:
+        syncer.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=5, help="runs of each no-change measurement (median)")
+    args = ap.parse_args()
+    if not shutil.which("mbsync"):
+        raise SystemExit("mbsync not found: apt-get install isync (scripts/setup.sh does)")
+    work = Path(tempfile.mkdtemp(prefix="oaken-bench-"))
+    server = Dovecot().start()
+    try:
+        server.add_user(USER, PASSWORD)
+        messages = load_messages(args.messages)
+        size = sum(len(m) for m in messages)
+        t_fill = fill(server, messages)
+        print(f"loaded {len(messages)} messages ({size / 1e6:.1f} MB) with MULTIAPPEND in {t_fill:.2f} s "
+              f"({len(messages) / t_fill:.0f}/s)")
+
+        home = work / "oaken-home"
+        oaken_config(home, server)
+        env = {**os.environ, "OAKEN_HOME": str(home), "BENCH_IMAP_PASSWORD": PASSWORD}
+        oaken = [sys.executable, "-m", "oaken.cli", "sync", "--once", "--no-index"]
+        conf = mbsync_config(work, server)
+        mbsync = ["mbsync", "-q", "-c", str(conf), "-a"]
+
+        o_full = timed(oaken, env)
+        m_full = timed(mbsync, env)
+        o_cold = statistics.median(timed(oaken, env) for _ in range(args.repeat))
+        m_none = statistics.median(timed(mbsync, env) for _ in range(args.repeat))
+        o_cycle = daemon_cycle(home, max(args.repeat, 20))
+
+        mail = list((work / "mbsync-mail" / "INBOX").glob("*/*"))
+        assert len(mail) == len(messages), f"mbsync stored {len(mail)}"
+
+        print(f"\n{'':34}{'oaken':>10}{'mbsync':>10}{'ratio':>8}")
+        print(f"{'full sync (s)':34}{o_full:10.3f}{m_full:10.3f}{o_full / m_full:8.2f}")
+        print(f"{'no-change, cold process (s)':34}{o_cold:10.3f}{m_none:10.3f}{o_cold / m_none:8.2f}")
+        print(f"{'no-change, running daemon cycle (s)':34}{o_cycle:10.4f}{m_none:10.3f}{o_cycle / m_none:8.2f}")
+        print(f"\nfull sync throughput: oaken {len(messages) / o_full:.0f} msg/s, mbsync {len(messages) / m_full:.0f} msg/s")
+        print("targets: full sync ratio <= 1; daemon cycle ratio <= 1; cold no-change oaken < 0.3 s")
+    finally:
+        server.stop(remove=True)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
