@@ -316,7 +316,8 @@ def main(argv: list[str]) -> int:
         pid_file = Path(folder) / "run" / "master.pid"
         server.pid = int(pid_file.read_text()) if pid_file.exists() else None
         server.stop(remove=True)
-        STATE_FILE.unlink(missing_ok=True)
+        if state.get("dir") == folder:
+            STATE_FILE.unlink(missing_ok=True)
         print(f"stopped and removed {folder}")
         return 0
     print("usage: python scripts/dovecot.py start|stop [DIR]", file=sys.stderr)

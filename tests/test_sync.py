@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+from imapclient import IMAPClient
+
 from oaken import config as config_mod
 from oaken.store import open_store
 from oaken.sync.runner import sync
@@ -160,3 +168,25 @@ def test_deleted_and_recreated_folder_gets_a_new_uidvalidity_and_is_mirrored(ima
     box = next(f for f in report.folders if f.folder == "Box")
     assert box.uidvalidity_changed and box.matched == 3 and box.new == 2
     assert_mirrored(imap_box, cfg)
+
+
+def test_dovecot_script_starts_and_stops_a_private_server():
+    script = Path(__file__).resolve().parent.parent / "scripts" / "dovecot.py"
+    started = subprocess.run([sys.executable, str(script), "start"], capture_output=True, text=True, timeout=60)
+    assert started.returncode == 0, started.stderr
+    state = json.loads(started.stdout)
+    try:
+        ctx = ssl.create_default_context(cafile=state["ca_file"])
+        with IMAPClient("127.0.0.1", state["ssl_port"], ssl=True, ssl_context=ctx, timeout=5) as c:
+            user, password = next(iter(state["users"].items()))
+            c.login(user, password)
+            assert c.has_capability("QRESYNC")
+        plain = IMAPClient("127.0.0.1", state["port"], ssl=False, timeout=5)
+        plain.starttls(ctx)
+        plain.login(user, password)
+        plain.logout()
+    finally:
+        stopped = subprocess.run([sys.executable, str(script), "stop", state["dir"]], capture_output=True,
+                                 text=True, timeout=60)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not Path(state["dir"]).exists()

@@ -117,6 +117,7 @@ def test_kill_9_at_a_named_point_then_resume(imap_box: Mailbox, real_mail, tmp_p
     env.pop("OAKEN_CRASH_AT")
     again = _oaken_sync(env)
     assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("test: ") and " new, " in again.stdout
     assert_mirrored(imap_box, cfg)
     with open_store(config_mod.resolve_data_dir(cfg), readonly=True) as store:
         assert not store.pending_flag_changes()

@@ -14,7 +14,6 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from oaken import config as config_mod
 from oaken.errors import ConfigError, SyncError
 from oaken.sync.imap import ConnectionLost
 from oaken.sync.runner import sync

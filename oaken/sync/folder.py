@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from oaken import crashpoints, envelope, log
-from oaken.store import SEEN, Folder, Store
-from oaken.sync.imap import Connection, Selected, _modseq, flag_names, internaldate, uid_set
+from oaken.store import Folder, Store
+from oaken.sync.imap import Connection, Selected, modseq_of, flag_names, internaldate
 
 HEADER_ITEMS = b"UID RFC822.SIZE FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
 PUSH_RETRIES = 3
@@ -96,14 +96,14 @@ class FolderSync:
                 current = self.conn.fetch([ch.uid], b"UID FLAGS MODSEQ" if self.conn.condstore else b"UID FLAGS")
                 if ch.uid not in current:
                     break
-                modseq = _modseq(current[ch.uid])
+                modseq = modseq_of(current[ch.uid])
             assert result is not None
             flags, new_modseq = result.flags, result.modseq
             if result.ok and flags is None:
                 current = self.conn.fetch([ch.uid], b"UID FLAGS MODSEQ" if self.conn.condstore else b"UID FLAGS")
                 if ch.uid in current:
                     flags = flag_names(current[ch.uid].get(b"FLAGS", ()))
-                    new_modseq = _modseq(current[ch.uid])
+                    new_modseq = modseq_of(current[ch.uid])
             crashpoints.reached("sync.mid_flag_push", folder=self.folder.name, uid=ch.uid)
             with self.store.transaction():
                 if not result.ok or result.modified:
@@ -133,7 +133,7 @@ class FolderSync:
             if sel.highestmodseq != f.highestmodseq and start > 1:
                 fetched = self.conn.fetch(f"1:{start - 1}".encode(), b"UID FLAGS MODSEQ",
                                           f"CHANGEDSINCE {f.highestmodseq}".encode())
-                changed = {u: (flag_names(i.get(b"FLAGS", ())), _modseq(i)) for u, i in fetched.items()}
+                changed = {u: (flag_names(i.get(b"FLAGS", ())), modseq_of(i)) for u, i in fetched.items()}
             if sel.highestmodseq != f.highestmodseq or sel.exists != f.exists_count:
                 gone = set(known) - set(self.conn.search_uids(f"UID 1:{max(start - 1, 1)}".encode()))
         elif start > 1 and known:
@@ -206,7 +206,7 @@ class FolderSync:
                     result = self.store.add_message(
                         self.account_id, bytes(raw), folder_id=f.id, uidvalidity=sel.uidvalidity, uid=uid,
                         flags=flags, internaldate=internaldate(item.get(b"INTERNALDATE")),
-                        modseq=_modseq(item), source=f"imap:{f.name}")
+                        modseq=modseq_of(item), source=f"imap:{f.name}")
                     added += int(result.new_location)
                     self.counts["bytes"] += len(raw)
                     if n == len(fetched) // 2:
@@ -249,7 +249,7 @@ class FolderSync:
                 olds = candidates.get(key) if key else None
                 if olds:
                     old_uv, old_uid = olds.pop(0)
-                    relocate.append((old_uv, old_uid, uid, flag_names(item.get(b"FLAGS", ())), _modseq(item)))
+                    relocate.append((old_uv, old_uid, uid, flag_names(item.get(b"FLAGS", ())), modseq_of(item)))
                 else:
                     download.append(uid)
         with self.store.transaction():
@@ -278,4 +278,4 @@ def _with_pending(flags: Sequence[str], pending: Sequence[tuple[str, str]]) -> t
     return tuple(sorted(out))
 
 
-__all__ = ["FolderSync", "FolderReport", "SEEN", "uid_set"]
+__all__ = ["FolderSync", "FolderReport"]

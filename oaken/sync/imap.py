@@ -192,7 +192,7 @@ def flag_names(flags: Iterable[object]) -> tuple[str, ...]:
     return tuple(_text(f) for f in flags)
 
 
-def _modseq(item: dict) -> int | None:
+def modseq_of(item: dict) -> int | None:
     v = item.get(b"MODSEQ")
     if isinstance(v, tuple) and v:
         return int(v[0])
@@ -326,7 +326,7 @@ class Connection:
         for _seq, item in parse_fetch_response(data, False, False).items():
             uid = item.get(b"UID")
             if uid is not None and b"FLAGS" in item:
-                out[int(uid)] = (flag_names(item[b"FLAGS"]), _modseq(item))
+                out[int(uid)] = (flag_names(item[b"FLAGS"]), modseq_of(item))
         return out
 
     # ---- messages -----------------------------------------------------------------------------

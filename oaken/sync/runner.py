@@ -10,8 +10,8 @@ from __future__ import annotations
 import fnmatch
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 from imapclient import IMAPClient
 
@@ -24,12 +24,6 @@ from oaken.sync.folder import FolderReport, FolderSync, OnBatch
 from oaken.sync.imap import TRANSIENT, Connection, ConnectionLost, ServerFolder, connect
 
 DEFAULT_EXCLUDED_USES = ("\\junk", "\\trash")
-
-
-class ProgressSink(Protocol):
-    """What a progress bar offers: the first sync announces its total, then advances."""
-
-    def __call__(self, n: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -123,7 +117,8 @@ class AccountSync:
     def run(self, *, only: Iterable[str] | None = None, progress: Any = None, on_batch: OnBatch | None = None,
             stop: threading.Event | None = None) -> SyncReport:
         """One pass over the account's folders (or just `only`). A lost link raises ConnectionLost
-        after closing the connection; everything committed so far stays."""
+        after closing the connection; everything committed so far stays. `progress(n)` is called per
+        stored batch; if it has `set_total(n)`, that is called first with the messages expected."""
         t0 = time.perf_counter()
         try:
             return self._run(set(only) if only is not None else None, progress, on_batch, stop, t0)
@@ -134,6 +129,10 @@ class AccountSync:
             self.drop_connection()
             raise ConnectionLost(f"[accounts.{self.account.name}] {self.account.host}: connection lost "
                                  f"({type(e).__name__}: {e}); what was stored is kept") from None
+        except IMAPClient.Error as e:  # the server refused a command outside any one folder (LIST)
+            self.drop_connection()
+            raise ConnectionLost(f"[accounts.{self.account.name}] {self.account.host}: the server refused "
+                                 f"a command ({e}); what was stored is kept") from None
 
     def _run(self, only: set[str] | None, progress: Any, on_batch: OnBatch | None,
              stop: threading.Event | None, t0: float) -> SyncReport:
