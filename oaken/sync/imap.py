@@ -332,6 +332,14 @@ class Connection:
     # ---- messages -----------------------------------------------------------------------------
 
     def search_uids(self, criteria: bytes) -> list[int]:
+        if "ESEARCH" in self.caps:  # ranges ("1:9000") instead of every UID spelled out
+            untagged = self._check(b"UID SEARCH RETURN (ALL) " + criteria)
+            found: set[int] = set()
+            for line in untagged.get("ESEARCH", []):
+                words = _text(line).split()
+                if "ALL" in words:
+                    found |= parse_uid_set(words[words.index("ALL") + 1])
+            return sorted(found)
         untagged = self._check(b"UID SEARCH " + criteria)
         out: list[int] = []
         for line in untagged.get("SEARCH", []):
