@@ -152,12 +152,16 @@ def _decode_part(part: Message) -> tuple[str, str | None]:
     charset = part.get_content_charset() or "us-ascii"
     try:
         return payload.decode(charset), None
-    except (LookupError, UnicodeDecodeError):
-        pass
+    except LookupError:
+        known = False
+    except UnicodeDecodeError:
+        known = charset not in ("us-ascii", "ascii")  # 8-bit bytes labelled ASCII: guess below
+    if known:  # a few bad bytes in a real charset: keep the rest right
+        return payload.decode(charset, "replace"), f"CharsetDecodeDefect: bytes not {charset!r} replaced"
     try:
         return payload.decode("utf-8"), None
     except UnicodeDecodeError:
-        return payload.decode("cp1252", "replace"), f"CharsetDecodeDefect: {charset!r} did not decode"
+        return payload.decode("cp1252", "replace"), f"CharsetDecodeDefect: {charset!r} did not decode; read as cp1252"
 
 
 def _is_simple(msg: Message) -> bool:
@@ -237,10 +241,9 @@ def _parse_mime(msg: Message, headers: tuple[tuple[str, str], ...]) -> ParsedMes
             content_type=str(a.get("mail_content_type") or "application/octet-stream").lower(),
             size=len(payload),
         ))
-    plain = [p for p in mp.text_plain if p and p.strip()]
+    plain, html = _body_parts(msg, defects)
     if plain:
         return _finish(headers, "\n\n".join(plain), False, tuple(attachments), defects, None)
-    html = [p for p in mp.text_html if p and p.strip()]
     if html:
         return _finish(headers, "\n\n".join(html_to_text(h) for h in html), True, tuple(attachments), defects, None)
     text = ""
@@ -248,10 +251,38 @@ def _parse_mime(msg: Message, headers: tuple[tuple[str, str], ...]) -> ParsedMes
         text, defect = _decode_part(msg)  # e.g. a non-text type with words in it
         if defect:
             defects.append(defect)
-    elif not attachments and mp.body:
+    elif not attachments and mp.body and mp.body.strip():
         text = mp.body  # a multipart with no boundary lines: mail-parser leaves the text in body
         defects.append("NoBoundaryDefect: text taken from the whole body")
     return _finish(headers, text, False, tuple(attachments), defects, None)
+
+
+def _body_parts(msg: Message, defects: list[str]) -> tuple[list[str], list[str]]:
+    """Text of the parts a mail client shows as the message: text/plain and text/html parts with
+    no file name, not attached, not inside an attached message. A named text part is an attachment
+    (its words are not the message's: DESIGN.md indexes attachment names, not contents)."""
+    plain: list[str] = []
+    html: list[str] = []
+    skip: set[int] = set()
+    for part in msg.walk():
+        if id(part) in skip:
+            continue
+        disposition = (part.get_content_disposition() or "").lower()
+        if part.is_multipart() or part.get_content_type() == "message/rfc822":
+            if disposition == "attachment":
+                skip.update(id(p) for p in part.walk())
+            continue
+        if disposition == "attachment" or part.get_filename() or part.get_param("name"):
+            continue
+        kind = part.get_content_type()
+        if kind not in ("text/plain", "text/html"):
+            continue
+        text, defect = _decode_part(part)
+        if defect:
+            defects.append(defect)
+        if text.strip():
+            (plain if kind == "text/plain" else html).append(text)
+    return plain, html
 
 
 def _fallback(raw: bytes, problem: str) -> ParsedMessage:

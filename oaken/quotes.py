@@ -44,6 +44,8 @@ _HEADER_FROM = re.compile(r"^\s*\**(from|von|de|da|van|från|fra|od)\s*:\**\s*\S
 _HEADER_NEXT = re.compile(
     r"^\s*\**(sent|date|to|subject|cc|gesendet|datum|an|betreff|envoyé|objet|à|enviado|fecha|para|asunto"
     r"|inviato|oggetto|verzonden|onderwerp|skickat|ämne|sendt|emne)\s*:", re.I)
+# Lotus Notes: "Jeff Skilling@ECT on 10/03/2000 04:12 PM" then To:/cc:/Subject: lines
+_LOTUS = re.compile(r"^\s*\S.{0,160}\son\s+\d{1,2}/\d{1,2}/\d{2,4}\s+\d{1,2}:\d{2}(:\d{2})?\s*([ap]m)?\s*$", re.I)
 _RULE = re.compile(r"^\s*_{10,}\s*$")
 _SIGNATURE = re.compile(r"^--\s?$")
 # cheap substring tests first (a lowercased line): most lines and most messages hold none of these
@@ -69,10 +71,14 @@ def _has_from(text: str) -> bool:
 
 
 def _is_header_block(lines: list[str], i: int) -> bool:
-    """A From: line followed within three lines by Sent:/Date:/To:/Subject: (Outlook, Lotus)."""
-    if ":" not in lines[i] or not _HEADER_FROM.match(lines[i]):
+    """A From: line (or Lotus Notes' "NAME on DATE TIME") followed within three lines by
+    Sent:/Date:/To:/Subject: (Outlook, Lotus, Gmail's forwards)."""
+    line = lines[i]
+    if ":" not in line:
         return False
-    return any(_HEADER_NEXT.match(line) for line in lines[i + 1:i + 4])
+    if not _HEADER_FROM.match(line) and not (" on " in line and "/" in line and _LOTUS.match(line)):
+        return False
+    return any(_HEADER_NEXT.match(nxt) for nxt in lines[i + 1:i + 4])
 
 
 def _next_content(lines: list[str], i: int) -> str:

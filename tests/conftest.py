@@ -11,7 +11,7 @@ import pytest
 DATA = Path(__file__).parent / "data"
 
 # Fixtures of each area live in their own module; list them here.
-pytest_plugins: list[str] = ["tests.dovecot_fixtures", "tests.search_fixtures"]
+pytest_plugins: list[str] = ["tests.dovecot_fixtures", "tests.search_fixtures", "tests.index_fixtures"]
 
 
 @pytest.fixture(autouse=True)

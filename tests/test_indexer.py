@@ -1,0 +1,144 @@
+"""The indexer follows raw.db's change feed: new bytes are parsed, label/folder/disposition changes
+touch only the filter fields, deletions leave, and index.db can always be rebuilt."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from oaken import cli
+from oaken import config as config_mod
+from oaken.api import import_mail
+from oaken.config import Config
+from oaken.errors import IndexUnavailable
+from oaken.index import indexer, keyword
+from oaken.index.keyword import KeywordFilters, quote
+from oaken.store import open_store
+from tests.index_fixtures import INDEX_DATA, message_id_of, open_index
+
+
+def chunk_ids_of(cfg: Config, message: int) -> list[int]:
+    with open_index(cfg) as idx:
+        return [c.id for c in idx.chunks_of([message], kind=None)]
+
+
+def test_first_run_indexes_everything_and_a_second_run_nothing(mailbox: Config) -> None:
+    first = indexer.update(mailbox, keyword_only=True)
+    assert first.indexed == 13 and first.problems == 0 and first.chunks > 13
+    again = indexer.update(mailbox, keyword_only=True)
+    assert (again.indexed, again.updated, again.deleted) == (0, 0, 0)
+    assert again.seq == first.seq
+    status = keyword.status(config_mod.resolve_data_dir(mailbox))
+    assert status["state"] == "ok" and status["messages"] == 13 and status["chunks"] == first.chunks
+
+
+def test_label_and_triage_changes_update_fields_without_reparsing(indexed: Config) -> None:
+    msg = message_id_of(indexed, "enron-lay-inbox-461.eml")
+    before = chunk_ids_of(indexed, msg)
+    with open_store(config_mod.resolve_data_dir(indexed)) as store, store.transaction():
+        store.add_label(msg, "Family")
+        store.set_triage(msg, categories=indexed.triage.categories, disposition="archived")
+    report = indexer.update(indexed, keyword_only=True)
+    assert (report.indexed, report.updated) == (0, 1)
+    assert chunk_ids_of(indexed, msg) == before  # the text was not touched
+    with open_index(indexed) as idx:
+        hits = idx.newest(KeywordFilters(labels=("family", "INBOX"), dispositions=("archived",)), 10)
+        assert [h.message for h in hits] == [msg]
+    with open_store(config_mod.resolve_data_dir(indexed)) as store, store.transaction():
+        store.remove_label(msg, "Family")
+    indexer.update(indexed, keyword_only=True)
+    with open_index(indexed) as idx:
+        assert idx.newest(KeywordFilters(labels=("family",)), 10) == []
+
+
+def test_deleted_messages_leave_and_new_ones_arrive(indexed: Config, tmp_path: Path) -> None:
+    gone = message_id_of(indexed, "notmuch-03.eml")
+    with open_store(config_mod.resolve_data_dir(indexed)) as store, store.transaction():
+        store.delete_messages([gone])
+    report = indexer.update(indexed, keyword_only=True)
+    assert report.deleted == 1 and report.indexed == 0
+    with open_index(indexed) as idx:
+        assert gone not in {h.message for h in idx.query(quote("mairix"), KeywordFilters(), 10)}
+        assert idx.chunks_of([gone], kind=None) == []
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "03.eml").write_bytes((INDEX_DATA / "notmuch-03.eml").read_bytes())
+    import_mail([again], account="work", config=indexed)
+    assert indexer.update(indexed, keyword_only=True).indexed == 1
+    with open_index(indexed) as idx:
+        assert message_id_of(indexed, "notmuch-03.eml") in {h.message for h in idx.query(quote("mairix"),
+                                                                                             KeywordFilters(), 10)}
+
+
+def test_message_that_cannot_be_parsed_is_found_by_its_headers(mailbox: Config, tmp_path: Path) -> None:
+    depth = 3000  # nesting deeper than Python's parser can follow
+    parts = [b"From: Alex <alex@example.com>\r\nTo: sam@example.com\r\nSubject: Quarterly zebra report\r\n"
+             b"Message-ID: <nested@example.com>\r\nMIME-Version: 1.0\r\n"]
+    for i in range(depth):
+        parts.append(b'Content-Type: multipart/mixed; boundary="b%d"\r\n\r\n--b%d\r\n' % (i, i))
+    parts.append(b"Content-Type: text/plain\r\n\r\ninnermost words\r\n")
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    (folder / "nested.eml").write_bytes(b"".join(parts))
+    import_mail([folder], account="work", config=mailbox)
+    report = indexer.update(mailbox, keyword_only=True)
+    assert report.indexed == 14 and report.problems == 1
+    with open_index(mailbox) as idx:
+        hits = idx.query(quote("zebra"), KeywordFilters(), 5)
+        assert len({h.message for h in hits}) == 1 and "subject" in hits[0].columns
+        assert idx.newest(KeywordFilters(senders=("alex@example.com",)), 5)
+
+
+def test_missing_index_is_rebuilt_by_the_next_update(indexed: Config) -> None:
+    data_dir = config_mod.resolve_data_dir(indexed)
+    keyword.drop(data_dir)
+    report = indexer.update(indexed, keyword_only=True)
+    assert report.indexed == 13
+
+
+def test_corrupt_index_is_refused_then_repaired_by_rebuild(indexed: Config) -> None:
+    data_dir = config_mod.resolve_data_dir(indexed)
+    keyword.drop(data_dir)
+    keyword.index_path(data_dir).write_bytes(b"garbage, not SQLite" * 500)
+    with pytest.raises(IndexUnavailable) as e:
+        indexer.update(indexed, keyword_only=True)
+    assert "--rebuild" in str(e.value)
+    report = indexer.reindex(indexed, rebuild=True, keyword_only=True)
+    assert report.rebuilt and report.indexed == 13
+    assert keyword.status(data_dir)["state"] == "ok"
+
+
+def test_raw_db_replaced_under_the_index_rebuilds_it(indexed: Config, tmp_path: Path) -> None:
+    data_dir = config_mod.resolve_data_dir(indexed)
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(str(data_dir / "raw.db") + suffix)
+        if p.exists():
+            os.unlink(p)
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "53.eml").write_bytes((INDEX_DATA / "notmuch-53.eml").read_bytes())
+    import_mail([one], account="work", config=indexed)
+    report = indexer.update(indexed, keyword_only=True)
+    assert report.rebuilt and report.indexed == 1
+    with open_index(indexed) as idx:
+        assert idx.counts()[0] == 1
+
+
+def test_cli_reindex_json_and_status(mailbox: Config, capsys: pytest.CaptureFixture[str], cli_log: None) -> None:
+    assert cli.main(["reindex", "--keyword-only", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["indexed"] == 13 and out["rebuilt"] is False
+    assert cli.main(["reindex", "--rebuild", "--keyword-only"]) == 0
+    assert "13 messages indexed" in capsys.readouterr().out
+    assert cli.main(["status", "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["index"]["state"] == "ok" and status["index"]["messages"] == 13
+
+
+def test_cli_reindex_without_mail_says_what_to_do(oaken_home: Path, capsys: pytest.CaptureFixture[str],
+                                                  cli_log: None) -> None:
+    assert cli.main(["reindex", "--keyword-only"]) == 1
+    assert "oaken import" in capsys.readouterr().err
