@@ -78,17 +78,52 @@ class Backoff:
         self.failures = 0
 
 
-def index_now(config: Config) -> None:
-    """Bring the indexes up to date with raw.db, if the index package is there; its failure is
-    logged, never fatal to sync (the indexes can always be rebuilt from raw.db)."""
+def index_now(config: Config, *, keyword_only: bool = False) -> bool:
+    """Bring the indexes up to date with raw.db, if the index package is there. Its failure is
+    logged, never fatal to sync (the indexes can always be rebuilt from raw.db). True if it ran."""
     try:
         from oaken.index import indexer
     except ImportError:
-        return
+        return False
     try:
-        indexer.update(config)
+        indexer.update(config, keyword_only=keyword_only)
+        return True
     except Exception as e:  # noqa: BLE001 - indexing must never stop the mirror
         log.get("oaken.daemon").error("indexing failed", error=f"{type(e).__name__}: {e}")
+        return False
+
+
+class IndexWorker:
+    """Indexes behind the sync on its own thread, so a slow embedding never delays the mirror:
+    each stored batch gets a keyword pass right away; the vector pass (slow) runs once the
+    batches stop coming. One pass at a time, so index.db has one writer."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.due = threading.Event()
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="indexer", daemon=True)
+
+    def start(self) -> "IndexWorker":
+        self.thread.start()
+        return self
+
+    def request(self) -> None:
+        self.due.set()
+
+    def _loop(self) -> None:
+        while not self.stopping.is_set():
+            if not self.due.wait(timeout=1.0):
+                continue
+            self.due.clear()
+            index_now(self.config, keyword_only=True)
+            if not self.due.wait(timeout=0.5) and not self.stopping.is_set():
+                index_now(self.config)  # vectors, when nothing new is waiting
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.stopping.set()
+        self.due.set()
+        self.thread.join(timeout)
 
 
 def _start_search_server(config: Config, stop_event: threading.Event) -> None:
@@ -107,6 +142,7 @@ class Daemon:
         self._woken: set[str] = set()
         self._woken_lock = threading.Lock()
         self._idle_conns: list[Connection] = []
+        self.indexer: IndexWorker | None = None
         self.log = log.get("oaken.daemon").bind(account=self.account.name)
 
     # ---- signals and wake-ups ---------------------------------------------------------------------
@@ -166,8 +202,8 @@ class Daemon:
     # ---- the main loop ----------------------------------------------------------------------------
 
     def _on_batch(self, _added: int) -> None:
-        if self.index:
-            index_now(self.config)
+        if self.indexer is not None:
+            self.indexer.request()
 
     def run(self) -> int:
         data_dir = config_mod.ensure_data_dir(self.config)
@@ -175,6 +211,9 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         syncer = AccountSync(self.config, self.account)
+        if self.index:
+            self.indexer = IndexWorker(self.config).start()
+            self.indexer.request()  # whatever a previous run stored but did not index
         try:
             self._first_connect(syncer)  # a refused login or an untrusted certificate stops here, once
             _start_search_server(self.config, self.stop)
@@ -185,6 +224,8 @@ class Daemon:
             self._loop(syncer)
         finally:
             syncer.close()
+            if self.indexer is not None:
+                self.indexer.stop()
             for conn in list(self._idle_conns):
                 self._drop_idle(conn)
             lock.release()
@@ -224,8 +265,8 @@ class Daemon:
                     self.stop.wait(delay)
                     continue
                 backoff.reset()
-                if self.index and report.changed and not report.new:
-                    index_now(self.config)  # flags and expunges (new mail was indexed per batch)
+                if self.indexer is not None and report.changed:
+                    self.indexer.request()  # flags, expunges, folders: the filter fields change too
                 self.log.info("cycle", folders=len(report.folders), skipped=report.skipped, new=report.new,
                               seconds=report.seconds)
             self.wake.wait(timeout=max(0.0, min(PENDING_CHECK_SECONDS, next_full - time.monotonic())))

@@ -14,6 +14,7 @@ from typing import Callable
 import pytest
 
 from oaken import config as config_mod
+from oaken.index import keyword
 from oaken.store import open_store
 from oaken.sync.runner import sync
 from tests.dovecot_fixtures import Mailbox, assert_mirrored
@@ -140,3 +141,21 @@ def test_the_lock_is_released_when_a_daemon_is_killed(imap_box: Mailbox, real_ma
     imap_box.fill("INBOX", real_mail[2:3])
     _wait("the second daemon to sync", lambda: _count() == 3)
     assert _stop(second) == 0
+
+
+def test_the_daemon_indexes_what_it_stores(imap_box: Mailbox, real_mail, tmp_path: Path, daemons):
+    imap_box.fill("INBOX", real_mail[:6])
+    data = imap_box.config_dict()
+    data["embedder"] = {"model": "concept"}  # the deterministic stand-in: no model load
+    imap_box.write_config(data)
+    data_dir = config_mod.resolve_data_dir(config_mod.load())
+    log = tmp_path / "indexing.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "oaken.cli", "sync", "--daemon"], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
+    daemons.append(proc)
+    _wait("the first batch indexed", lambda: keyword.status(data_dir)["messages"] == 6, timeout=60)
+    imap_box.fill("INBOX", real_mail[6:7])
+    _wait("new mail indexed", lambda: keyword.status(data_dir)["messages"] == 7, timeout=60)
+    assert _stop(proc) == 0
+    assert "indexing failed" not in log.read_text()
