@@ -34,13 +34,13 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, default=default, indent=2, ensure_ascii=False)
 
 
-def progress_bar(total: int | None, desc: str) -> tuple[Callable[[int], None], Callable[[], None]]:
+def progress_bar(total: int | None, desc: str, unit: str = "msg") -> tuple[Callable[[int], None], Callable[[], None]]:
     """A bar on a terminal, nothing when output goes to a file or a pipe."""
     if not sys.stderr.isatty():
         return (lambda _n: None), (lambda: None)
     from tqdm import tqdm
 
-    bar = tqdm(total=total, desc=desc, unit="msg", file=sys.stderr, leave=False)
+    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
     return bar.update, bar.close
 
 
@@ -231,17 +231,47 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     total = indexer.pending(cfg, rebuild=args.rebuild) if sys.stderr.isatty() else None
-    update, close = progress_bar(total, "index")
+    bars: list[Callable[[], None]] = []
+
+    def bar(total_: int | None, desc: str, unit: str) -> Callable[[int], None]:
+        for done in bars:  # the keyword bar ends when the vector bar starts
+            done()
+        bars.clear()
+        update_, close_ = progress_bar(total_, desc, unit)
+        bars.append(close_)
+        return update_
+
+    keyword_bar: Callable[[int], None] | None = None
+    vector_bar: Callable[[int], None] | None = None
+
+    def keyword_progress(n: int) -> None:
+        nonlocal keyword_bar
+        keyword_bar = keyword_bar or bar(total, "keyword index", "msg")
+        keyword_bar(n)
+
+    def vector_progress(n: int) -> None:
+        nonlocal vector_bar
+        vector_bar = vector_bar or bar(None, "embed", "chunk")
+        vector_bar(n)
+
     try:
-        report = indexer.reindex(cfg, rebuild=args.rebuild, keyword_only=args.keyword_only, progress=update)
+        report = indexer.reindex(cfg, rebuild=args.rebuild, keyword_only=args.keyword_only,
+                                 progress=keyword_progress, vector_progress=vector_progress)
     finally:
-        close()
+        for done in bars:
+            done()
     if args.json:
         print(_json(report))
-    else:
-        print(f"{report.indexed} messages indexed ({report.chunks} chunks), {report.updated} updated in place, "
-              f"{report.deleted} removed, {report.problems} only partly readable (findable by their headers); "
-              f"{report.seconds:.1f} s" + (" (rebuilt)" if report.rebuilt else ""))
+        return 0
+    print(f"{report.indexed} messages indexed ({report.chunks} chunks), {report.updated} updated in place, "
+          f"{report.deleted} removed, {report.problems} only partly readable (findable by their headers); "
+          f"{report.seconds:.1f} s" + (" (rebuilt)" if report.rebuilt else ""))
+    vec = report.vectors
+    if vec and "error" in vec:
+        print(f"vectors: not updated: {vec['error']}")
+    elif vec:
+        print(f"vectors: {vec.get('embedded', 0)} chunks embedded, {vec.get('pending', 0)} pending "
+              f"({vec.get('model')}, {vec.get('seconds', 0):.1f} s)")
     return 0
 
 

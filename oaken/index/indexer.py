@@ -9,11 +9,12 @@ The seq reached is stored in index.db in the same transaction as the batch, so a
 point resumes where it stopped.
 
 The keyword pass is self-contained: `update` runs it first and then, unless keyword_only, the
-vector pass, which the vector side provides as `oaken.index.vectors.update(config, progress=)`.
+vector pass (`oaken.index.embedding.embed_pending`), which reads the chunks index.db holds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import time
@@ -26,7 +27,7 @@ from typing import Any, Callable
 from oaken import chunking, log, mail
 from oaken import config as config_mod
 from oaken.config import Config, IndexConfig
-from oaken.errors import IndexUnavailable, StoreError
+from oaken.errors import IndexUnavailable, OakenError, StoreError
 from oaken.index import keyword
 from oaken.store import Change, MessageMeta, Store
 
@@ -222,28 +223,32 @@ def pending(cfg: Config, *, rebuild: bool = False) -> int:
 
 
 def _vector_pass(cfg: Config, progress: Progress | None) -> dict[str, Any] | None:
+    """The embedding pass of the vector side, after the keyword pass; its failure is reported, not
+    raised: keyword search is complete without it."""
     try:
-        from oaken.index import vectors
+        from oaken.index import embedding
     except ImportError:
         return None
-    run = getattr(vectors, "update", None)
-    if run is None:
-        return None
-    result = run(cfg, progress=progress)
-    return result if isinstance(result, dict) or result is None else getattr(result, "__dict__", {"result": result})
+    try:
+        report = embedding.embed_pending(cfg, progress=progress)
+    except OakenError as e:
+        log.get("oaken.index").warning("index.vectors_failed", error=str(e))
+        return {"error": str(e), "code": getattr(e, "code", "error")}
+    return dataclasses.asdict(report) if dataclasses.is_dataclass(report) else {"result": report}
 
 
-def update(config: Config | None = None, *, keyword_only: bool = False, progress: Progress | None = None
-           ) -> IndexReport:
+def update(config: Config | None = None, *, keyword_only: bool = False, progress: Progress | None = None,
+           vector_progress: Progress | None = None) -> IndexReport:
     """Index what changed in raw.db since the last run: keyword first, then (unless keyword_only) vectors.
 
+    `progress(n)` counts messages of the keyword pass, `vector_progress(n)` chunks embedded.
     A corrupt or locked index.db raises IndexUnavailable; `reindex(rebuild=True)` repairs it."""
     cfg = config if config is not None else config_mod.load()
     report = keyword_pass(cfg, progress=progress)
     if not keyword_only:
-        vec = _vector_pass(cfg, progress=None)
+        vec = _vector_pass(cfg, vector_progress)
         if vec is not None:
-            report = IndexReport(**{**report.__dict__, "vectors": vec})
+            report = dataclasses.replace(report, vectors=vec)
     return report
 
 
@@ -258,7 +263,7 @@ def _drop_vectors(data_dir: Path) -> None:
 
 
 def reindex(config: Config | None = None, *, rebuild: bool = False, keyword_only: bool = False,
-            progress: Progress | None = None) -> IndexReport:
+            progress: Progress | None = None, vector_progress: Progress | None = None) -> IndexReport:
     """`oaken reindex`: bring the indexes up to date; with rebuild, delete them and build again."""
     cfg = config if config is not None else config_mod.load()
     data_dir = config_mod.ensure_data_dir(cfg)
@@ -267,5 +272,5 @@ def reindex(config: Config | None = None, *, rebuild: bool = False, keyword_only
         keyword.drop(data_dir)
         if not keyword_only:
             _drop_vectors(data_dir)
-    report = update(cfg, keyword_only=keyword_only, progress=progress)
-    return IndexReport(**{**report.__dict__, "rebuilt": rebuild or report.rebuilt})
+    report = update(cfg, keyword_only=keyword_only, progress=progress, vector_progress=vector_progress)
+    return dataclasses.replace(report, rebuilt=rebuild or report.rebuilt)
