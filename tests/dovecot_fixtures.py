@@ -163,6 +163,15 @@ def dovecot_basic() -> Iterator[Dovecot]:
     server.stop(remove=True)
 
 
+@pytest.fixture(scope="session")
+def dovecot_condstore() -> Iterator[Dovecot]:
+    """CONDSTORE without QRESYNC or LIST-STATUS: CHANGEDSINCE, UID-set expunges, one STATUS per folder."""
+    server = _start(capability="IMAP4rev1 LITERAL+ SASL-IR ID ENABLE IDLE UIDPLUS MULTIAPPEND LIST-EXTENDED "
+                               "SPECIAL-USE NAMESPACE UNSELECT CONDSTORE")
+    yield server
+    server.stop(remove=True)
+
+
 def _mailbox(server: Dovecot, home: Path) -> Mailbox:
     user = f"u{os.getpid()}x{next(_users)}"
     password = f"pw-{user}-secret"
@@ -178,6 +187,11 @@ def imap_box(dovecot: Dovecot, oaken_home: Path) -> Mailbox:
 @pytest.fixture
 def basic_imap_box(dovecot_basic: Dovecot, oaken_home: Path) -> Mailbox:
     return _mailbox(dovecot_basic, oaken_home)
+
+
+@pytest.fixture
+def condstore_imap_box(dovecot_condstore: Dovecot, oaken_home: Path) -> Mailbox:
+    return _mailbox(dovecot_condstore, oaken_home)
 
 
 @pytest.fixture

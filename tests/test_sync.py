@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from imapclient import IMAPClient
 
 from oaken import config as config_mod
@@ -62,16 +63,20 @@ def test_new_mail_flag_changes_and_expunges_and_unchanged_folders_skipped(imap_b
     assert_mirrored(imap_box, cfg)
 
 
-def test_server_without_condstore_qresync_or_list_status_is_mirrored_by_comparing_uid_sets(
-        basic_imap_box: Mailbox, real_mail):
-    box = basic_imap_box
+@pytest.mark.parametrize("kind", ["basic", "condstore"])
+def test_servers_without_qresync_or_list_status_are_mirrored_too(kind: str, request, real_mail):
+    """basic: no CONDSTORE either (all flags fetched, UID sets compared); condstore: CHANGEDSINCE."""
+    box: Mailbox = request.getfixturevalue(f"{kind}_imap_box")
     box.fill("INBOX", real_mail[:12])
     box.fill("Work", real_mail[12:18])
     cfg = box.config()
     sync(cfg)
     assert_mirrored(box, cfg)
+    again = sync(cfg)
+    assert again.skipped == (2 if kind == "condstore" else 0)  # STATUS cannot see flag changes without it
     with box.client() as c:
-        assert not c.has_capability("CONDSTORE") and not c.has_capability("LIST-STATUS")
+        assert c.has_capability("CONDSTORE") == (kind == "condstore")
+        assert not c.has_capability("QRESYNC") and not c.has_capability("LIST-STATUS")
         c.select_folder("INBOX")
         uids = c.search("ALL")
         c.add_flags(uids[2:5], ["\\Answered"])
@@ -190,3 +195,28 @@ def test_dovecot_script_starts_and_stops_a_private_server():
                                  text=True, timeout=60)
     assert stopped.returncode == 0, stopped.stderr
     assert not Path(state["dir"]).exists()
+
+
+class _Progress:
+    def __init__(self) -> None:
+        self.total: int | None = None
+        self.done = 0
+
+    def set_total(self, total: int) -> None:
+        self.total = total
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+
+
+def test_first_sync_announces_its_total_and_advances_per_batch(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:23])
+    imap_box.fill("Other", real_mail[23:30])
+    cfg = imap_box.config(batch_size=5)
+    bar = _Progress()
+    sync(cfg, progress=bar)
+    assert (bar.total, bar.done) == (30, 30)
+    later = _Progress()
+    imap_box.fill("INBOX", real_mail[30:31])
+    sync(cfg, progress=later)
+    assert (later.total, later.done) == (0, 1)  # no bar for an incremental sync: nothing to announce
