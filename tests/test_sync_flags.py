@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from oaken import config as config_mod
 from oaken.store import open_store
+from oaken.sync.imap import connect
 from oaken.sync.runner import sync
 from tests.dovecot_fixtures import Mailbox, assert_mirrored
 
@@ -92,3 +93,24 @@ def test_flag_push_without_condstore(basic_imap_box: Mailbox, real_mail):
     assert sync(cfg).folders[0].pushed == 1
     assert "\\Seen" in _server_flags(box)[mid]
     assert_mirrored(box, cfg)
+
+
+def test_conditional_store_reports_a_message_changed_since_our_modseq(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:1])
+    account = imap_box.config().accounts["test"]
+    conn = connect(account)
+    try:
+        sel = conn.select("INBOX")
+        uid = sel.uidnext - 1
+        ours = conn.fetch([uid], b"UID FLAGS MODSEQ")[uid]
+        with imap_box.client() as other:
+            other.select_folder("INBOX")
+            other.add_flags([uid], ["$Other"])
+        stale = conn.store_flag(uid, "+", "\\Seen", unchangedsince=int(ours[b"MODSEQ"][0]))
+        assert stale.ok and stale.modified  # refused by UNCHANGEDSINCE, not applied
+        fresh = conn.fetch([uid], b"UID FLAGS MODSEQ")[uid]
+        assert b"\\Seen" not in fresh[b"FLAGS"]
+        done = conn.store_flag(uid, "+", "\\Seen", unchangedsince=int(fresh[b"MODSEQ"][0]))
+        assert done.ok and not done.modified and set(done.flags or ()) - {"\\Recent"} == {"\\Seen", "$Other"}
+    finally:
+        conn.close()

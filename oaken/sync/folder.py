@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 from oaken import crashpoints, envelope, log
 from oaken.store import Folder, Store
-from oaken.sync.imap import Connection, Selected, modseq_of, flag_names, internaldate
+from oaken.sync.imap import Connection, Selected, StoreResult, flag_names, internaldate, modseq_of
 
 HEADER_ITEMS = b"UID RFC822.SIZE FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
 PUSH_RETRIES = 3
@@ -82,30 +82,15 @@ class FolderSync:
     # ---- push: local flag changes first, so the pull never reverts them -------------------------
 
     def _push(self, sel: Selected) -> None:
-        changes = self.store.pending_flag_changes(self.folder.id)
-        for ch in changes:
+        for ch in self.store.pending_flag_changes(self.folder.id):
             if ch.uid is None or ch.uidvalidity != sel.uidvalidity:
                 continue  # its location is matched again below; pushed on the next pass
-            modseq = ch.modseq if self.conn.condstore else None
-            result = None
-            for _attempt in range(PUSH_RETRIES):
-                result = self.conn.store_flag(ch.uid, ch.op, ch.flag, unchangedsince=modseq)
-                if not result.ok or not result.modified:
-                    break
-                # changed on the server meanwhile: learn its current state, then try again on top of it
-                current = self.conn.fetch([ch.uid], b"UID FLAGS MODSEQ" if self.conn.condstore else b"UID FLAGS")
-                if ch.uid not in current:
-                    break
-                modseq = modseq_of(current[ch.uid])
-            assert result is not None
-            flags, new_modseq = result.flags, result.modseq
-            if result.ok and flags is None:
-                current = self.conn.fetch([ch.uid], b"UID FLAGS MODSEQ" if self.conn.condstore else b"UID FLAGS")
-                if ch.uid in current:
-                    flags = flag_names(current[ch.uid].get(b"FLAGS", ()))
-                    new_modseq = modseq_of(current[ch.uid])
+            result, flags, modseq, gone = self._store_one(ch.uid, ch.op, ch.flag, ch.modseq)
             crashpoints.reached("sync.mid_flag_push", folder=self.folder.name, uid=ch.uid)
             with self.store.transaction():
+                if gone:  # expunged meanwhile: nothing left to change; the pull drops the location
+                    self.store.finish_flag_change(ch.id)
+                    continue
                 if not result.ok or result.modified:
                     error = result.error or "the message kept changing on the server (UNCHANGEDSINCE failed)"
                     self.store.finish_flag_change(ch.id, error=error)
@@ -116,8 +101,32 @@ class FolderSync:
                 self.store.finish_flag_change(ch.id)
                 self.counts["pushed"] += 1
                 if flags is not None:
-                    self.pushed[ch.uid] = (flags, new_modseq)
-                    self.store.set_flags(self.folder.id, sel.uidvalidity, ch.uid, flags, new_modseq)
+                    flags = _with_pending(flags, self._pending_overlay(sel.uidvalidity).get(ch.uid, ()))
+                    self.pushed[ch.uid] = (flags, modseq)
+                    self.store.set_flags(self.folder.id, sel.uidvalidity, ch.uid, flags, modseq)
+
+    def _store_one(self, uid: int, op: str, flag: str, modseq: int | None
+                   ) -> tuple[StoreResult, tuple[str, ...] | None, int | None, bool]:
+        """STORE one change, UNCHANGEDSINCE our MODSEQ where the server has CONDSTORE; when someone
+        else changed the message meanwhile, learn its state and apply ours on top (a +/- of one flag
+        commutes with theirs). Returns (result, flags now, modseq now, expunged)."""
+        items = b"UID FLAGS MODSEQ" if self.conn.condstore else b"UID FLAGS"
+        since = modseq if self.conn.condstore else None
+        result = self.conn.store_flag(uid, op, flag, unchangedsince=since)
+        for _attempt in range(PUSH_RETRIES - 1):
+            if not result.ok or not result.modified:
+                break
+            current = self.conn.fetch([uid], items)
+            if uid not in current:
+                return result, None, None, True
+            result = self.conn.store_flag(uid, op, flag, unchangedsince=modseq_of(current[uid]))
+        flags, new_modseq = result.flags, result.modseq
+        if result.ok and not result.modified and flags is None:
+            current = self.conn.fetch([uid], items)
+            if uid not in current:
+                return result, None, None, True
+            flags, new_modseq = flag_names(current[uid].get(b"FLAGS", ())), modseq_of(current[uid])
+        return result, flags, new_modseq, False
 
     # ---- pull: expunges and flag changes of the UIDs we have -----------------------------------
 
