@@ -133,19 +133,24 @@ def cold(home: Path, work: Path, runs: int) -> None:
         print(f"  notmuch indexed the same mail in {time.perf_counter() - start:.1f} s")
     env = {**os.environ, "OAKEN_HOME": str(home)}
     oaken = [sys.executable, "-m", "oaken.cli", "search", "--limit", "10"]
+    # Three bare starts: this venv's interpreter (what `oaken` runs on), the system's, and whatever
+    # `python3` is on PATH (here possibly a pyenv shim, a shell script: say which).
+    path_py = shutil.which("python3") or "python3"
+    shim = path_py if Path(path_py).read_bytes()[:2] == b"#!" else None
+    bares = {"venv py": [sys.executable, "-c", "pass"], "/usr/bin/py3": ["/usr/bin/python3", "-c", "pass"],
+             "PATH py3": [path_py, "-c", "pass"]}
     rows = []
     for q in QUERIES:
         o = _median_ms([*oaken, q], runs, env)
         n = _median_ms(["notmuch", f"--config={nm_conf}", "search", "--limit=10", q], runs)
-        b = _median_ms([sys.executable, "-c", "pass"], runs)
-        s = _median_ms(["python3", "-S", "-c", "pass"], runs)
-        rows.append((q, o, n, b, s))
-    print(f"  {'query':22} {'oaken':>8} {'notmuch':>8} {'python':>8} {'py -S':>8} {'oaken/py':>9} {'oaken/nm':>9}")
-    for q, o, n, b, s in rows:
-        print(f"  {q:22} {o:8.1f} {n:8.1f} {b:8.1f} {s:8.1f} {o / b:9.2f} {o / n:9.2f}")
-    med = [statistics.median(col) for col in zip(*[r[1:] for r in rows])]
-    print(f"  {'median (ms)':22} {med[0]:8.1f} {med[1]:8.1f} {med[2]:8.1f} {med[3]:8.1f} "
-          f"{med[0] / med[2]:9.2f} {med[0] / med[1]:9.2f}")
+        rows.append((q, o, n, *(_median_ms(cmd, runs) for cmd in bares.values())))
+    print(f"  {'query':22} {'oaken':>8} {'notmuch':>8}" + "".join(f" {k:>12}" for k in bares)
+          + f" {'oaken/venv':>10} {'oaken/nm':>9}")
+    med = ("median", *(statistics.median(col) for col in zip(*[r[1:] for r in rows])))
+    for q, o, n, *b in [*rows, med]:
+        print(f"  {q:22} {o:8.1f} {n:8.1f}" + "".join(f" {x:12.1f}" for x in b) + f" {o / b[0]:10.2f} {o / n:9.2f}")
+    if shim:
+        print(f"  (PATH python3 is {shim}, a script: a pyenv shim starts a shell before Python)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,6 @@ path imports torch, sentence-transformers or LanceDB.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -94,6 +93,30 @@ def _account(store: Store, cfg: Config, asked: Any, warnings: list[str]) -> str 
     return name
 
 
+class _Response:
+    """Collects warnings and timings while a search runs, and makes the response at any exit."""
+
+    def __init__(self, cfg: Config, explain: bool, vector: _VectorSide):
+        self.started = time.perf_counter()
+        self.cfg = cfg
+        self.explain = explain
+        self.warnings: list[str] = []
+        self.timings: dict[str, float] = {}
+        self.parsed: query_mod.ParsedQuery | None = None
+        self.fields: dict[str, Any] = dict(mode="keyword", degraded=vector.reason is not None,
+                                           degraded_reason=vector.reason, vector_coverage=vector.coverage)
+
+    def __call__(self, hits: tuple[Hit, ...] = (), *, low_confidence: bool = False,
+                 traces: tuple[RetrieverTrace, ...] = (), weights: dict[str, float] | None = None,
+                 **fields: Any) -> SearchResponse:
+        self.timings["total"] = _ms(self.started)
+        info = None
+        if self.explain and self.parsed is not None:
+            info = Explain(query_mod.describe(self.parsed), traces, self.cfg.search.rrf_k, weights or {})
+        return SearchResponse(hits=hits, low_confidence=low_confidence, warnings=tuple(dict.fromkeys(self.warnings)),
+                              timings=self.timings, explain=info, **{**self.fields, **fields})
+
+
 def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | None = None,
            thread: int | None = None, sender: str | None = None, after: Any = None, before: Any = None,
            labels: Sequence[str] | str | None = None, disposition: Sequence[str] | str | None = None,
@@ -101,95 +124,76 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
            min_priority: int | None = None, sort: str = "relevance", explain: bool = False,
            config: Config | None = None) -> SearchResponse:
     """Search one account's mail. See DESIGN.md "Query language" and "A hit and a response"."""
-    started = time.perf_counter()
     cfg = config if config is not None else config_mod.load()
-    timings: dict[str, float] = {}
-    warnings: list[str] = []
-
-    t = time.perf_counter()
-    parsed = query_mod.parse(query, categories=cfg.triage.categories)
-    warnings.extend(parsed.warnings)
-    limit, offset, sort = _check_paging(limit, offset, sort, warnings)
-    plan = matching.plan(parsed, cfg.search.keyword_min_match)
-    if plan:
-        warnings.extend(plan.warnings)
-    timings["parse"] = _ms(t)
-
     data_dir = config_mod.resolve_data_dir(cfg)
     vector = _vector_side(cfg, data_dir)
-    base = dict(mode="keyword", degraded=vector.reason is not None, degraded_reason=vector.reason,
-                vector_coverage=vector.coverage)
+    respond = _Response(cfg, explain, vector)
 
-    def respond(hits: tuple[Hit, ...] = (), *, low_confidence: bool = False,
-                traces: tuple[RetrieverTrace, ...] = (), weights: dict[str, float] | None = None,
-                **override: Any) -> SearchResponse:
-        timings["total"] = _ms(started)
-        info = None
-        if explain:
-            info = Explain(query_mod.describe(parsed), traces, cfg.search.rrf_k, weights or {})
-        return SearchResponse(hits=hits, low_confidence=low_confidence, warnings=tuple(dict.fromkeys(warnings)),
-                              timings=timings, explain=info, **{**base, **override})
+    t = time.perf_counter()
+    parsed = respond.parsed = query_mod.parse(query, categories=cfg.triage.categories)
+    respond.warnings.extend(parsed.warnings)
+    limit, offset, sort = _check_paging(limit, offset, sort, respond.warnings)
+    plan = matching.plan(parsed, cfg.search.keyword_min_match)
+    if plan:
+        respond.warnings.extend(plan.warnings)
+    respond.timings["parse"] = _ms(t)
 
-    if not (data_dir / "raw.db").exists():
-        warnings.append("no mail yet: run `oaken import` or `oaken sync` first")
-        return respond()
     raw_path = data_dir / "raw.db"
+    if not raw_path.exists():
+        respond.warnings.append("no mail yet: run `oaken import` or `oaken sync` first")
+        return respond()
+    fields = filters.Fields(thread=thread, sender=sender, after=after, before=before, labels=labels,
+                            disposition=disposition, unread=unread, categories=categories, min_priority=min_priority)
     try:
         with Store(raw_path, readonly=True) as store:
-            name = _account(store, cfg, account, warnings)
-            base["account"] = name
+            name = respond.fields["account"] = _account(store, cfg, account, respond.warnings)
             if name is None:
                 return respond()
-            cons, field_warnings = filters.constraints(
-                parsed, filters.Fields(thread=thread, sender=sender, after=after, before=before, labels=labels,
-                                       disposition=disposition, unread=unread, categories=categories,
-                                       min_priority=min_priority),
-                account=name, categories=cfg.triage.categories)
-            warnings.extend(field_warnings)
+            cons, warned = filters.constraints(parsed, fields, account=name, categories=cfg.triage.categories)
+            respond.warnings.extend(warned)
             if cons.impossible:
-                warnings.append(cons.impossible)
+                respond.warnings.append(cons.impossible)
                 return respond()
+            # date order reaches over every match the search may widen to, not the best few
+            want = max(offset + limit, cfg.search.max_candidates if plan and sort == "date" else 0)
 
             t = time.perf_counter()
-            try:
-                index = KeywordIndex(data_dir, cfg.index)
-            except IndexUnavailable as e:
-                warnings.append(str(e))
-                # keyword_index_unavailable: mode vector when the vectors can answer (not yet wired in)
+            kw, unavailable = _keyword_side(store, data_dir, cfg, plan, cons, want, respond.warnings)
+            respond.timings["keyword"] = _ms(t)
+            # The vector retriever plugs in here: asked beside the keyword side, filtered through
+            # cons.admit (phrases and exclusions bind both sides), its list fused with the keyword list.
+            lists = [lst for lst in (kw, vector.result) if lst is not None]
+            if unavailable:
                 return respond(mode="vector" if vector.result else "keyword", degraded=True,
                                degraded_reason="keyword_index_unavailable")
-            try:
-                want = offset + limit
-                if plan is not None and sort == "date":
-                    want = max(want, cfg.search.max_candidates)  # date order over every match we may widen to
-                try:
-                    if plan is None:
-                        kw = retrievers.newest(index, store, cons, want)
-                    else:
-                        kw = retrievers.keyword(index, store, plan, cons, want, cfg.search)
-                except IndexUnavailable as e:
-                    warnings.append(str(e))
-                    return respond(degraded=True, degraded_reason="keyword_index_unavailable")
-                except QueryError as e:  # a MATCH FTS5 refused: a bug here, reported rather than raised
-                    warnings.append(f"the keyword index refused the query: {e}")
-                    kw = RetrieverResult("keyword", (), RetrieverTrace("keyword", "error", plan.expression if plan else ""))
-            finally:
-                index.close()
-            timings["keyword"] = _ms(t)
-
-            lists = [kw] + ([vector.result] if vector.result else [])
             weights = _weights(cfg, parsed, lists)
             fused = _fuse(lists, weights, cfg.search.rrf_k) if plan is not None else None
 
             t = time.perf_counter()
-            hits = _hits(store, kw, lists, fused, sort=sort, offset=offset, limit=limit)
-            timings["fetch"] = _ms(t)
-        strong = any(r.strong for lst in lists for r in lst.ranked)
-        return respond(hits, low_confidence=plan is not None and not strong,
-                       traces=tuple(lst.trace for lst in lists), weights=weights)
+            hits = _hits(store, lists, fused, sort=sort, offset=offset, limit=limit)
+            respond.timings["fetch"] = _ms(t)
     except apsw.Error as e:  # raw.db, the source of truth, is damaged: a failure, not a degraded search
         raise StoreError(f"{raw_path}: cannot be read ({e}); restore it from a backup, or sync again into a "
                          "new data directory") from None
+    strong = any(r.strong for lst in lists for r in lst.ranked)
+    return respond(hits, low_confidence=plan is not None and not strong,
+                   traces=tuple(lst.trace for lst in lists), weights=weights)
+
+
+def _keyword_side(store: Store, data_dir: Path, cfg: Config, plan: matching.MatchPlan | None,
+                  cons: filters.Constraints, want: int, warnings: list[str]) -> tuple[RetrieverResult | None, bool]:
+    """(the keyword list, whether index.db is unavailable). A query with no words lists by date."""
+    try:
+        with KeywordIndex(data_dir, cfg.index) as index:
+            if plan is None:
+                return retrievers.newest(index, store, cons, want), False
+            return retrievers.keyword(index, store, plan, cons, want, cfg.search), False
+    except IndexUnavailable as e:
+        warnings.append(str(e))
+        return None, True
+    except QueryError as e:  # a MATCH FTS5 refused: a bug here, reported rather than raised
+        warnings.append(f"the keyword index refused the query: {e}")
+        return RetrieverResult("keyword", (), RetrieverTrace("keyword", "error", plan.expression if plan else "")), False
 
 
 def _weights(cfg: Config, parsed: query_mod.ParsedQuery, lists: Sequence[RetrieverResult]) -> dict[str, float]:
@@ -221,19 +225,19 @@ def _sender(meta: MessageMeta) -> str:
     return meta.sender_addr or meta.sender_name
 
 
-def _hits(store: Store, kw: RetrieverResult, lists: Sequence[RetrieverResult], fused: list[FusedItem] | None, *,
+def _hits(store: Store, lists: Sequence[RetrieverResult], fused: list[FusedItem] | None, *,
           sort: str, offset: int, limit: int) -> tuple[Hit, ...]:
     """The page of hits, described from raw.db (the truth: folders, labels, read state now)."""
     by_list = {lst.retriever: {r.message: r for r in lst.ranked} for lst in lists}
     if fused is None:  # a listing: newest first already
-        order: list[tuple[int, float, tuple[Why, ...]]] = [(r.message, 0.0, ()) for r in kw.ranked]
+        order: list[tuple[int, float, tuple[Why, ...]]] = [(r.message, 0.0, ()) for r in lists[0].ranked]
     else:
         order = [(f.id, f.score, tuple(
             Why(c.retriever, c.rank, c.weight, c.value, by_list[c.retriever][f.id].detail)
             for c in f.contributions)) for f in fused]
     metas = store.metas(m for m, _, _ in order) if sort == "date" else None
     if metas is not None:
-        order.sort(key=lambda o: (-(metas[o[0]].date if o[0] in metas else -math.inf), o[0]))
+        order.sort(key=lambda o: (o[0] not in metas, -(metas[o[0]].date if o[0] in metas else 0), o[0]))
     page = order[offset:offset + limit]
     if metas is None:
         metas = store.metas(m for m, _, _ in page)
@@ -243,7 +247,7 @@ def _hits(store: Store, kw: RetrieverResult, lists: Sequence[RetrieverResult], f
         if meta is None:  # deleted from raw.db after the index was written: never returned
             continue
         first: Ranked | None = next((by_list[w.retriever][message] for w in why), None) or \
-            by_list["keyword"].get(message)
+            by_list[lists[0].retriever].get(message)
         chunks = tuple(c for w in why for c in by_list[w.retriever][message].chunks)
         hits.append(Hit(
             id=meta.id, message_id=meta.message_id, account=meta.account, folders=meta.folders, labels=meta.labels,
