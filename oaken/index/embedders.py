@@ -35,7 +35,7 @@ class Embedder(Protocol):
 EmbedderFactory = Callable[["Config"], Embedder]
 _FACTORIES: dict[str, EmbedderFactory] = {}
 _LOADED: dict[tuple, Embedder] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # a factory may build on another model through load_embedder
 
 
 def register(name: str, factory: EmbedderFactory) -> None:

@@ -33,16 +33,16 @@ def rrf_fuse(lists: Mapping[str, Sequence[int]], weights: Mapping[str, float], r
     """Fuse ranked id lists, best first.
 
     An id repeated within one list counts at its first place (later places are ignored and do
-    not shift the ranks after them). Ties go to the id with the better best rank, then to the
-    earlier list, then to the smaller id, so the order never depends on dict or set order."""
+    not shift the ranks after them). Ties go to the id with the better best rank, then to the one
+    whose best rank is in the earlier list, then to the smaller id: the order is deterministic."""
     if rrf_k < 1:
         raise ValueError(f"rrf_k: expected 1 or more, got {rrf_k}")
     missing = [name for name in lists if name not in weights]
     if missing:
         raise ValueError(f"rrf_fuse: no weight for retriever {', '.join(map(repr, missing))}")
     found: dict[int, list[Contribution]] = {}
-    first_list: dict[int, int] = {}
-    for list_no, (name, ids) in enumerate(lists.items()):
+    order = {name: i for i, name in enumerate(lists)}
+    for name, ids in lists.items():
         weight = float(weights[name])
         rank = 0
         seen: set[int] = set()
@@ -52,7 +52,6 @@ def rrf_fuse(lists: Mapping[str, Sequence[int]], weights: Mapping[str, float], r
             seen.add(item)
             rank += 1
             found.setdefault(item, []).append(Contribution(name, rank, weight, weight / (rrf_k + rank)))
-            first_list.setdefault(item, list_no)
     fused = [FusedItem(i, sum(c.value for c in cs), tuple(cs)) for i, cs in found.items()]
-    fused.sort(key=lambda f: (-f.score, min(c.rank for c in f.contributions), first_list[f.id], f.id))
+    fused.sort(key=lambda f: (-f.score, *min((c.rank, order[c.retriever]) for c in f.contributions), f.id))
     return fused
