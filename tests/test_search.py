@@ -383,3 +383,19 @@ def test_ranking_first_then_filtering_finds_the_same_chunks(home: Path, monkeypa
             assert [s for _, s in hits] == [s for _, s in again], (m, f, n)  # chunks of equal score may swap
             assert len({s for _, s in hits}) < len(hits) or hits == again
     assert any(got.values()) and not all(got.values())
+
+
+def test_token_lookup_by_rowid_or_by_doclist_agrees(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tokens_present (exclusions, phrases) looks a common word up per candidate chunk, and walks a
+    rare word's doclist: both ways must find the same messages."""
+    from oaken.index.keyword import KeywordIndex
+
+    with KeywordIndex(home) as index:
+        everyone = list(ids_by_subject(home).values())
+        tokens = ["enron", "stock option", "dabhol", "no-such-word-zz", "accentue"]
+        answers = []
+        for common_rows in (1, 10**9):  # every word common (by rowid) / every word rare (by doclist)
+            monkeypatch.setattr(index, "COMMON_ROWS", common_rows)
+            answers.append(index.tokens_present(everyone, tokens))
+        assert answers[0] == answers[1]
+        assert {t for held in answers[0].values() for t in held} == {"enron", "stock option", "dabhol", "accentue"}
