@@ -102,7 +102,7 @@ class _Parser:
         pool = self._get_pool() if len(jobs) >= self.MIN_BATCH else None
         if pool is None:
             return [_parse_parts(j) for j in jobs]
-        cut = len(jobs) // 2
+        cut = len(jobs) * 2 // 5  # this process also reads raw.db and writes index.db
         theirs = pool.map(_parse_parts, jobs[cut:], chunksize=16)
         mine = [_parse_parts(j) for j in jobs[:cut]]
         try:
