@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,10 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from oaken import chunking
+from oaken import config as config_mod
 from oaken.errors import VectorUnavailable
-from oaken.index import vectors
+from oaken.index import coverage, embedding, indexer, vectors
+from oaken.index.embedders import load_embedder
+from oaken.index.keyword import KeywordIndex
 from oaken.index.vectors import (ChunkVector, Fingerprint, MessageFields, VectorFilters, VectorStore, drop,
                                  open_for_search, read_state, where_sql)
+from oaken.store import open_store
+from tests.index_fixtures import message_id_of
 
 FP = Fingerprint("toy:8", 8, "1")
 
@@ -243,3 +250,83 @@ def test_state_file_tells_status_what_is_stored_without_lancedb(tmp_path: Path) 
     assert state["rows"] == 2
     assert Fingerprint.from_key(json.dumps(state["fingerprint"])) == FP
     assert vectors.read_state(tmp_path / "elsewhere") is None
+
+
+# ---- the embedding pass: index.db (real mail, tests/data/index) -> vectors/ ---------------------
+
+def concept(cfg: config_mod.Config) -> config_mod.Config:
+    return dataclasses.replace(cfg, embedder=config_mod.EmbedderConfig(model="concept"))
+
+
+def test_embedding_pass_covers_index_db_once_then_has_nothing_to_do(indexed: config_mod.Config) -> None:
+    cfg = concept(indexed)
+    before = coverage.status(cfg)
+    assert before["state"] == "missing" and before["coverage"] == 0.0 and before["chunks"] > 0
+    seen: list[int] = []
+    report = embedding.embed_pending(cfg, progress=seen.append)
+    assert report.embedded == report.chunks == before["chunks"] == sum(seen)
+    assert 0 < report.encoded <= report.embedded and report.pending == 0 and not report.rebuilt
+    status = coverage.status(cfg)
+    assert status["state"] == "ready" and status["coverage"] == 1.0 and status["rows"] == report.chunks
+    again = embedding.embed_pending(cfg)
+    assert (again.embedded, again.encoded, again.removed, again.pending) == (0, 0, 0, 0)
+
+
+def test_newest_mail_is_embedded_first(indexed: config_mod.Config) -> None:
+    cfg = concept(indexed)
+    data_dir = config_mod.resolve_data_dir(cfg)
+    with KeywordIndex(data_dir) as index:
+        body = index.chunks_of(index.message_dates(_all_messages(cfg)), kind="body")
+        dates = index.message_dates({c.message for c in body})
+    newest = max(dates, key=lambda m: (dates[m], m))
+    report = embedding.embed_pending(cfg, limit=1)
+    assert report.pending > 0 and coverage.status(cfg)["state"] == "building"
+    stored = set(VectorStore(data_dir).chunk_messages().values())
+    assert stored == {newest}
+
+
+def test_labels_disposition_and_deletion_follow_raw_db(indexed: config_mod.Config) -> None:
+    cfg = concept(indexed)
+    data_dir = config_mod.resolve_data_dir(cfg)
+    embedding.embed_pending(cfg)
+    target = message_id_of(cfg, "enron-lay-business-2.eml")
+    gone = message_id_of(cfg, "notmuch-23.eml")
+    with open_store(data_dir) as raw, raw.transaction():
+        raw.add_label(target, "Receipts")
+        raw.set_triage(target, categories=cfg.triage.categories, disposition="archived")
+        raw.delete_messages([gone])
+    indexer.update(cfg, keyword_only=True)
+    report = embedding.embed_pending(cfg)
+    assert report.refreshed >= 1 and report.removed >= 1 and report.embedded == 0
+    store = VectorStore(data_dir)
+    assert gone not in set(store.chunk_messages().values())
+    q = load_embedder(cfg).embed_query("anything at all")
+    found = {h.message for h in store.search(q, VectorFilters(labels=("receipts",), dispositions=("archived",)), 50)}
+    assert found == {target}
+
+
+def test_another_chunker_or_model_rebuilds_from_the_cache(indexed: config_mod.Config,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = concept(indexed)
+    first = embedding.embed_pending(cfg)
+    monkeypatch.setattr(chunking, "CHUNKER_VERSION", chunking.CHUNKER_VERSION + 1)
+    assert coverage.status(cfg)["state"] == "stale"
+    rebuilt = embedding.embed_pending(cfg)
+    assert rebuilt.rebuilt and rebuilt.embedded == first.embedded
+    assert rebuilt.encoded == 0  # the same texts by the same model: every vector from the cache
+    drop(config_mod.resolve_data_dir(cfg))
+    again = embedding.embed_pending(cfg)
+    assert again.embedded == first.embedded and again.encoded == 0
+
+
+def test_model_none_embeds_nothing(indexed: config_mod.Config) -> None:
+    cfg = dataclasses.replace(indexed, embedder=config_mod.EmbedderConfig(model="none"))
+    report = embedding.embed_pending(cfg)
+    assert report.model is None and report.embedded == 0
+    assert coverage.status(cfg)["state"] == "off"
+    assert not (config_mod.resolve_data_dir(cfg) / "vectors").exists()
+
+
+def _all_messages(cfg: config_mod.Config) -> list[int]:
+    with open_store(config_mod.resolve_data_dir(cfg)) as raw:
+        return raw.all_message_ids()

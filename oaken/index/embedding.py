@@ -1,0 +1,259 @@
+"""The embedding pass: bring vectors/ up to what index.db holds, newest mail first.
+
+Runs after the keyword pass (`oaken reindex`, the daemon) and never blocks it: keyword search is
+complete long before the vectors are. Each round it
+  1. drops a store built by another embedder or chunker (stale vectors are never mixed in),
+  2. follows raw.db's change feed to refresh the prefilter fields (labels, folders, disposition)
+     of stored rows and to remove the vectors of deleted messages,
+  3. removes rows of chunks that index.db no longer holds (a message re-chunked or deleted),
+  4. embeds the body chunks index.db holds and vectors/ lacks, whole messages at a time, newest
+     first, through the embedding cache; a writer thread stores one window while the model
+     encodes the next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+
+from oaken import config as config_mod
+from oaken.config import Config
+from oaken.index.embed_cache import embed_cached, open_cache
+from oaken.index.embedders import Embedder, load_embedder
+from oaken.index.vectors import ChunkVector, Fingerprint, MessageFields, VectorStore, vectors_path
+
+if TYPE_CHECKING:
+    from oaken.index.keyword import KeywordIndex, StoredChunk
+    from oaken.store import Store
+
+CURSOR_FILE = "raw_seq.json"  # in vectors/: how far the change feed of raw.db has been followed
+WINDOW_CHUNKS = 512  # chunks per encode call: large, so the model's length sort pads little
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    model: str | None  # the embedder's fingerprint; None when [embedder] model = "none"
+    chunks: int  # body chunks index.db holds
+    embedded: int  # chunks written to vectors/ this run
+    encoded: int  # texts the model encoded (the others came from the cache or repeated a text)
+    removed: int  # rows of chunks or messages that are gone
+    refreshed: int  # messages whose prefilter fields were rewritten
+    pending: int  # chunks still waiting (when `limit` stopped the run)
+    rebuilt: bool  # a stale store (another model or chunker) was dropped
+    seconds: float
+
+
+def chunker_version() -> str:
+    from oaken.chunking import CHUNKER_VERSION
+
+    return str(CHUNKER_VERSION)
+
+
+def fingerprint_of(embedder: Embedder) -> Fingerprint:
+    return Fingerprint(embedder.fingerprint, embedder.dim, chunker_version())
+
+
+def embed_text(chunk: "StoredChunk") -> str:
+    """What is embedded: the chunk's own words with its message's subject as context."""
+    subject = chunk.subject.strip()
+    return f"{subject}\n{chunk.text}" if subject else chunk.text
+
+
+def open_store(config: Config, *, create: bool = False) -> VectorStore:
+    """The vector store with the [index] settings that govern it."""
+    i = config.index
+    kwargs = {k: getattr(i, name) for k, name in (("ann_min_rows", "vector_ann_min_rows"),
+                                                 ("retention_seconds", "vector_retention_seconds"))
+              if hasattr(i, name)}
+    return VectorStore(config_mod.resolve_data_dir(config), create=create, **kwargs)
+
+
+def embed_pending(config: Config, *, progress: Callable[[int], None] | None = None, limit: int | None = None,
+                  embedder: Embedder | None = None) -> EmbedReport:
+    """Embed what index.db holds and vectors/ lacks; `limit` caps the chunks embedded this call.
+
+    `progress(n)` is called with the number of chunks written since the last call."""
+    from oaken.index.keyword import KeywordIndex
+    from oaken.store import open_store as open_raw
+
+    started = time.monotonic()
+    embedder = embedder or load_embedder(config)
+    if embedder is None:
+        return EmbedReport(None, 0, 0, 0, 0, 0, 0, False, 0.0)
+    data_dir = config_mod.resolve_data_dir(config)
+    fp = fingerprint_of(embedder)
+    store = open_store(config, create=True)
+    rebuilt = store.ensure(fp)
+    with KeywordIndex(data_dir) as index, open_raw(data_dir, readonly=True) as raw:
+        raw_seq = raw.seq()
+        if rebuilt or not (vectors_path(data_dir) / CURSOR_FILE).exists():
+            # a new store is written from current metadata: no older change needs replaying
+            removed, refreshed = 0, 0
+        else:
+            removed, refreshed = _follow_changes(store, raw, _read_cursor(data_dir), raw_seq)
+        wanted = index.chunk_ids("body")
+        stored = store.chunk_messages()
+        gone = set(stored) - wanted
+        removed += store.delete_chunks(gone)
+        todo = _newest_first(index, wanted - set(stored))
+        total_todo = sum(n for _, n in todo)
+        if limit is not None:
+            todo = _take(todo, limit)
+        embedded, encoded = _embed_messages(store, index, raw, embedder, [m for m, _ in todo], progress)
+        store.maintain()
+        _write_cursor(data_dir, raw_seq)
+    return EmbedReport(fp.model, len(wanted), embedded, encoded, removed, refreshed,
+                       max(0, total_todo - embedded), rebuilt, round(time.monotonic() - started, 3))
+
+
+def _follow_changes(store: VectorStore, raw: "Store", since: int, until: int) -> tuple[int, int]:
+    """Refresh prefilter fields of changed messages and remove deleted ones: (removed, refreshed)."""
+    removed = refreshed = 0
+    seq = since
+    while seq < until:
+        changes = [c for c in raw.changes_since(seq, limit=1000) if c.seq <= until]
+        if not changes:
+            break
+        seq = changes[-1].seq
+        deleted = {c.message for c in changes if c.deleted}
+        changed = {c.message for c in changes if not c.deleted} - deleted
+        removed += store.delete_messages(deleted)
+        metas = raw.metas(changed)
+        removed += store.delete_messages(changed - set(metas))
+        fields = [MessageFields.from_meta(m) for m in metas.values()]
+        store.update_fields(fields)
+        refreshed += len(fields)
+    return removed, refreshed
+
+
+def _newest_first(index: "KeywordIndex", chunk_ids: set[int]) -> list[tuple[int, int]]:
+    """(message, chunks of it to embed), newest message first."""
+    if not chunk_ids:
+        return []
+    per_message: dict[int, int] = {}
+    for m in _walk(index, chunk_ids):
+        per_message[m] = per_message.get(m, 0) + 1
+    dates = index.message_dates(per_message)
+    order = sorted(per_message, key=lambda m: (-dates.get(m, 0), -m))
+    return [(m, per_message[m]) for m in order]
+
+
+def _walk(index: "KeywordIndex", chunk_ids: set[int]) -> list[int]:
+    """The message of each wanted chunk, read by walking the body chunks in id order."""
+    out: list[int] = []
+    after = min(chunk_ids) - 1
+    while True:
+        batch = index.body_chunks(after_id=after, limit=5000)
+        if not batch:
+            return out
+        out.extend(c.message for c in batch if c.id in chunk_ids)
+        after = batch[-1].id
+
+
+def _take(todo: list[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    n = 0
+    for m, k in todo:
+        if n >= limit:
+            break
+        out.append((m, k))
+        n += k
+    return out
+
+
+class _Writer:
+    """Stores windows in a thread of its own, so LanceDB writes overlap with encoding."""
+
+    def __init__(self, store: VectorStore, progress: Callable[[int], None] | None):
+        self.store = store
+        self.progress = progress
+        self.queue: "queue.Queue[tuple[dict[int, MessageFields], list[ChunkVector]] | None]" = queue.Queue(2)
+        self.error: BaseException | None = None
+        self.written = 0
+        self.thread = threading.Thread(target=self._run, name="oaken-vector-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (item := self.queue.get()) is not None:
+            if self.error is not None:
+                continue
+            try:
+                fields, chunks = item
+                self.store.upsert(fields, chunks)
+                self.written += len(chunks)
+                if self.progress:
+                    self.progress(len(chunks))
+            except BaseException as exc:  # re-raised in the caller's thread by close()
+                self.error = exc
+
+    def put(self, fields: dict[int, MessageFields], chunks: list[ChunkVector]) -> None:
+        if self.error is not None:
+            raise self.error
+        self.queue.put((fields, chunks))
+
+    def close(self) -> int:
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.written
+
+
+def _embed_messages(store: VectorStore, index: "KeywordIndex", raw: "Store", embedder: Embedder,
+                    messages: Sequence[int], progress: Callable[[int], None] | None) -> tuple[int, int]:
+    """Embed every body chunk of `messages`, windows of about WINDOW_CHUNKS chunks."""
+    if not messages:
+        return 0, 0
+    encoded = 0
+    writer = _Writer(store, progress)
+    try:
+        with open_cache(store.path.parent) as cache:
+            for window in _message_windows(index, messages):
+                metas = raw.metas({c.message for c in window})
+                chunks = [c for c in window if c.message in metas]  # deleted from raw.db meanwhile
+                vectors, n = embed_cached([embed_text(c) for c in chunks], model=embedder.fingerprint,
+                                          dim=embedder.dim, cache=cache, encode=embedder.embed_documents)
+                encoded += n
+                fields = {m: MessageFields.from_meta(meta) for m, meta in metas.items()}
+                writer.put(fields, [ChunkVector(c.id, c.message, v) for c, v in zip(chunks, vectors)])
+    finally:
+        written = writer.close()
+    return written, encoded
+
+
+def _message_windows(index: "KeywordIndex", messages: Sequence[int]) -> "Iterator[list[StoredChunk]]":
+    """Body chunks of `messages` in their order, cut into windows that never split a message."""
+    step = 256
+    window: list[StoredChunk] = []
+    for i in range(0, len(messages), step):
+        part = messages[i:i + step]
+        by_message: dict[int, list[StoredChunk]] = {}
+        for c in index.chunks_of(part, kind="body"):
+            by_message.setdefault(c.message, []).append(c)
+        for m in part:
+            window.extend(by_message.get(m, ()))
+            if len(window) >= WINDOW_CHUNKS:
+                yield window
+                window = []
+    if window:
+        yield window
+
+
+def _read_cursor(data_dir: Path) -> int:
+    try:
+        return int(json.loads((vectors_path(data_dir) / CURSOR_FILE).read_text())["seq"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def _write_cursor(data_dir: Path, seq: int) -> None:
+    path = vectors_path(data_dir) / CURSOR_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"seq": seq}))
+    os.replace(tmp, path)
