@@ -399,3 +399,18 @@ def test_token_lookup_by_rowid_or_by_doclist_agrees(home: Path, monkeypatch: pyt
             answers.append(index.tokens_present(everyone, tokens))
         assert answers[0] == answers[1]
         assert {t for held in answers[0].values() for t in held} == {"enron", "stock option", "dabhol", "accentue"}
+
+
+def test_a_lookup_finds_words_in_different_chunks_of_one_message(own_search_mailbox: Path) -> None:
+    cfg = config_for(own_search_mailbox)
+    api.import_mail([DATA / "long"], account=ACCOUNT, config=cfg)
+    indexer.update(cfg)
+    # "telemarketing" is in the newsletter's second chunk, "wrestlers" in its eighteenth
+    r = search("telemarketing wrestlers", config=cfg)
+    assert find(cfg, "telemarketing") == find(cfg, "wrestlers") == ["POWER BRIEFS - June 1, 2001"]
+    assert subjects(r) == ["POWER BRIEFS - June 1, 2001"]
+    assert "across its chunks" in r.hits[0].why[0].detail and not r.low_confidence
+    # one chunk holding both words ranks above it
+    both = search("power briefs", config=cfg).hits[0]
+    assert "in one chunk" in both.why[0].detail
+    assert find(cfg, "telemarketing zzqx") == [] and find(cfg, "telemarketing -wrestlers") == []

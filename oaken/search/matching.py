@@ -27,6 +27,10 @@ class MatchPlan:
     required: int  # how many graded clauses a hit must hold
     question: bool
     warnings: tuple[str, ...] = ()
+    # A lookup's clauses ORed, same phrase numbers: finds a message whose words sit in different
+    # chunks; `alternatives` (the texts of each clause) then check that it holds every clause.
+    spread: str = ""
+    alternatives: tuple[tuple[str, ...], ...] = ()
 
     def held(self, phrases: Iterable[int]) -> frozenset[int]:
         """The graded clauses held, given the FTS5 phrase numbers a chunk matched."""
@@ -68,9 +72,10 @@ def plan(q: ParsedQuery, min_match: float) -> MatchPlan | None:
         clauses = clauses[:MAX_CLAUSES]
     w = _Writer()
     if not q.question:
-        graded = clauses
-        expr = " AND ".join(w.clause(c, i) for i, c in enumerate(graded))
-        return MatchPlan(expr, tuple(w.owner), tuple(map(_clause_text, graded)), len(graded), False, tuple(warnings))
+        parts = [w.clause(c, i) for i, c in enumerate(clauses)]
+        return MatchPlan(" AND ".join(parts), tuple(w.owner), tuple(map(_clause_text, clauses)), len(clauses), False,
+                         tuple(warnings), spread=" OR ".join(parts) if len(parts) > 1 else "",
+                         alternatives=tuple(tuple(t.text for t in c) for c in clauses))
     required_phrases = [c for c in clauses if len(c) == 1 and c[0].phrase]
     content = [c for c in q.content_clauses() if c in clauses and c not in required_phrases]
     if not content:  # every word a stop word ("what is it?"): count them all

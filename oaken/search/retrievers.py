@@ -88,19 +88,42 @@ def keyword(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
             break
         asked = min(asked * 2, cfg.max_candidates)
     total = len(plan.clauses)
+    spread: list[_Candidate] = []
+    if plan.spread and len(admitted) < want:
+        spread = _spread(index, store, plan, cons, want, cfg, {c.message for c in admitted})
+    words = "word" if total == 1 else "words"
     ranked = tuple(
         Ranked(
             message=c.message, rank=i, score=c.best.score, snippet=c.best.snippet,
-            detail=(f"holds {len(c.held)} of {total} {'word' if total == 1 else 'words'}; bm25 {c.best.score:.2f}; "
-                    f"in {', '.join(c.best.columns) or '?'}"),
+            detail=(f"holds {len(c.held)} of {total} {words}" + (" in one chunk" if i <= len(admitted) else
+                                                                   " across its chunks") +
+                    f"; bm25 {c.best.score:.2f}; in {', '.join(c.best.columns) or '?'}"),
             strong=len(c.held) >= total,
             chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
         )
-        for i, c in enumerate(admitted, start=1)
+        for i, c in enumerate([*admitted, *spread], start=1)
     )
     trace = RetrieverTrace("keyword", "ok", plan.expression, rounds, asked, len(ranked),
                            round((time.perf_counter() - start) * 1000, 2))
     return RetrieverResult("keyword", ranked, trace)
+
+
+def _spread(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraints, want: int, cfg: SearchConfig,
+            have: set[int]) -> list[_Candidate]:
+    """A lookup whose words are in different chunks of one message: chunks holding any of the words,
+    kept when their message holds every clause somewhere. Ranked after every one-chunk match."""
+    asked = min(max(want * cfg.overfetch * 4, 1), cfg.max_candidates)
+    hits = index.query(plan.spread, cons.index, asked)
+    candidates = [c for c in _collapse(hits, plan) if c.message not in have]
+    if not candidates:
+        return []
+    texts = [t for alts in plan.alternatives for t in alts]
+    present = index.tokens_present([c.message for c in candidates], texts)
+    whole = [c for c in candidates
+             if all(any(t in present.get(c.message, ()) for t in alts) for alts in plan.alternatives)]
+    kept = set(cons.admit(index, store, [c.message for c in whole], phrases_checked=True))
+    everything = frozenset(range(len(plan.alternatives)))
+    return [_Candidate(c.message, c.best, everything, c.best_held, c.others) for c in whole if c.message in kept]
 
 
 def newest(index: KeywordIndex, store: Store, cons: Constraints, want: int) -> RetrieverResult:
@@ -116,15 +139,15 @@ def newest(index: KeywordIndex, store: Store, cons: Constraints, want: int) -> R
         rows = index.newest(cons.index, limit=page, offset=offset)
         # raw.db is the truth: read state, triage, and mail deleted since the index was written
         kept.extend(cons.admit(index, store, [r.message for r in rows]))
+        offset += len(rows)
         if len(rows) < page:
             break
-        offset += page
         page = min(page * 2, MAX_PAGE)
     kept = kept[:want]
     snippets = _opening_lines(index, kept)
     ranked = tuple(Ranked(m, i, 0.0, snippets.get(m, ""), "no words: newest first", True)
                    for i, m in enumerate(kept, start=1))
-    trace = RetrieverTrace("keyword", "listing", "", rounds, offset + page, len(ranked),
+    trace = RetrieverTrace("keyword", "listing", "", rounds, offset, len(ranked),
                            round((time.perf_counter() - start) * 1000, 2))
     return RetrieverResult("keyword", ranked, trace)
 
