@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+
 from oaken.config import IndexConfig
 from oaken.mail import ParsedMessage
 

@@ -62,9 +62,10 @@ def _fields(meta: MessageMeta, parts: _Parts | None = None) -> keyword.MessageFi
 
 # what a worker process sends back for one message: attachment names, types, problem, chunks
 _Parts = tuple[tuple[str, ...], tuple[str, ...], "str | None", list[tuple[str, int, str]]]
+_Job = tuple[str, bytes, IndexConfig]  # subject, raw bytes, settings
 
 
-def _parse_parts(job: tuple[str, bytes, IndexConfig]) -> _Parts:
+def _parse_parts(job: _Job) -> _Parts:
     """Parse and chunk one message (in a worker process or here); never raises."""
     subject, raw, index_cfg = job
     parsed = mail.parse(raw)
@@ -80,12 +81,14 @@ def _parse_parts(job: tuple[str, bytes, IndexConfig]) -> _Parts:
 
 
 class _Parser:
-    """Parses a batch of messages on every core: one worker process beside this one.
+    """Parses messages on every core: one worker process beside this one.
 
     One worker and not two: the benchmark sums the memory of all processes, and this process
-    parses its share while the worker does the other (measured on 2 cores)."""
+    parses its share of each batch while the worker parses the rest of it and then the next
+    batch's share, so the worker keeps busy while this process writes index.db."""
 
     MIN_BATCH = 64  # below this a worker's round trip costs more than it saves
+    MINE = 0.4  # this process's share: it also reads raw.db and writes index.db
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
@@ -98,23 +101,34 @@ class _Parser:
                 return None
         return self._pool
 
-    def parse(self, jobs: list[tuple[str, bytes, IndexConfig]]) -> list[_Parts]:
+    def start(self, jobs: list[_Job]) -> Callable[[], list[_Parts]]:
+        """Hand the worker its share now; the returned call parses the rest here and collects."""
         pool = self._get_pool() if len(jobs) >= self.MIN_BATCH else None
         if pool is None:
-            return [_parse_parts(j) for j in jobs]
-        cut = len(jobs) * 2 // 5  # this process also reads raw.db and writes index.db
-        theirs = pool.map(_parse_parts, jobs[cut:], chunksize=16)
-        mine = [_parse_parts(j) for j in jobs[:cut]]
-        try:
-            return mine + list(theirs)
-        except BrokenProcessPool:  # a worker died (out of memory?): do its share here
-            self._pool = None
-            return mine + [_parse_parts(j) for j in jobs[cut:]]
+            return lambda: [_parse_parts(j) for j in jobs]
+        cut = int(len(jobs) * self.MINE)
+        theirs = [pool.submit(_parse_many, jobs[i:i + 32]) for i in range(cut, len(jobs), 32)]
+
+        def finish() -> list[_Parts]:
+            out = [_parse_parts(j) for j in jobs[:cut]]
+            for n, future in enumerate(theirs):
+                try:
+                    out.extend(future.result())
+                except BrokenProcessPool:  # the worker died (out of memory?): do its share here
+                    self._pool = None
+                    out.extend(_parse_parts(j) for j in jobs[cut + 32 * n:cut + 32 * (n + 1)])
+            return out
+
+        return finish
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _parse_many(jobs: list[_Job]) -> list[_Parts]:
+    return [_parse_parts(j) for j in jobs]
 
 
 def _changes(store: Store, seq: int, limit: int) -> list[Change]:
@@ -155,16 +169,17 @@ def keyword_pass(cfg: Config, *, progress: Progress | None = None) -> IndexRepor
                 seq, rebuilt = 0, True
             fresh = seq == 0 and not writer.counts()[0]
             batch_size = max(1, cfg.index.batch_size)
-            while True:
-                changes = _changes(store, seq, batch_size)
-                if not changes:
-                    break
-                seq = changes[-1].seq
+            # batch k+1 is read and handed to the worker before batch k is written
+            ahead = _prepare(store, writer, cfg, _changes(store, seq, batch_size), fresh, parser)
+            while ahead is not None:
+                current = ahead
+                ahead = _prepare(store, writer, cfg, _changes(store, current.seq, batch_size), fresh, parser)
                 with writer.transaction():
-                    _apply(store, writer, cfg, changes, fresh, counts, parser)
-                    writer.set_seq(seq)
+                    _write(writer, current, counts)
+                    writer.set_seq(current.seq)
+                seq = current.seq
                 if progress:
-                    progress(len({c.message for c in changes}))
+                    progress(current.messages)
         finally:
             parser.close()
             writer.close()
@@ -173,17 +188,28 @@ def keyword_pass(cfg: Config, *, progress: Progress | None = None) -> IndexRepor
     return report
 
 
-def _apply(store: Store, writer: keyword.KeywordWriter, cfg: Config, changes: list[Change], fresh: bool,
-           counts: dict[str, int], parser: _Parser) -> None:
+@dataclass
+class _Batch:
+    seq: int  # the feed position this batch reaches
+    messages: int
+    gone: list[int]
+    field_only: list[keyword.MessageFields]
+    to_parse: list[MessageMeta]
+    parsed: Callable[[], list[_Parts]]
+
+
+def _prepare(store: Store, writer: keyword.KeywordWriter, cfg: Config, changes: list[Change], fresh: bool,
+             parser: _Parser) -> _Batch | None:
+    """Sort a batch of the feed into deletions, field updates and messages to parse (started now)."""
+    if not changes:
+        return None
     latest: dict[int, Change] = {}
     for c in changes:
         latest[c.message] = c  # the feed is by seq: the last entry of a message is its state now
     gone = [m for m, c in latest.items() if c.deleted]
     live = [m for m, c in latest.items() if not c.deleted]
-    if gone:
-        writer.delete(gone)
-        counts["deleted"] += len(gone)
     metas = store.metas(live)
+    # read before the previous batch is written: a message in both is parsed again (same result)
     indexed = {} if fresh else writer.hashes(live)
     to_parse: list[MessageMeta] = []
     field_only = []
@@ -195,17 +221,24 @@ def _apply(store: Store, writer: keyword.KeywordWriter, cfg: Config, changes: li
             field_only.append(_fields(meta))
         else:
             to_parse.append(meta)
-    results = parser.parse([(meta.subject, store.raw(meta.id), cfg.index) for meta in to_parse])
+    parsed = parser.start([(meta.subject, store.raw(meta.id), cfg.index) for meta in to_parse])
+    return _Batch(changes[-1].seq, len(latest), gone, field_only, to_parse, parsed)
+
+
+def _write(writer: keyword.KeywordWriter, batch: _Batch, counts: dict[str, int]) -> None:
+    if batch.gone:
+        writer.delete(batch.gone)
+        counts["deleted"] += len(batch.gone)
     docs = []
-    for meta, parts in zip(to_parse, results):
+    for meta, parts in zip(batch.to_parse, batch.parsed()):
         texts = [keyword.ChunkText(kind, tokens, text) for kind, tokens, text in parts[3]]
         docs.append((_fields(meta, parts), texts))
         counts["problems"] += parts[2] is not None
         counts["chunks"] += len(texts)
     writer.replace(docs, chunking.CHUNKER_VERSION)
-    writer.update_fields(field_only)
+    writer.update_fields(batch.field_only)
     counts["indexed"] += len(docs)
-    counts["updated"] += len(field_only)
+    counts["updated"] += len(batch.field_only)
 
 
 def pending(cfg: Config, *, rebuild: bool = False) -> int:

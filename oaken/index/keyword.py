@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -510,10 +511,10 @@ class KeywordWriter:
             self.db.execute("PRAGMA synchronous=OFF")
             self.db.execute("PRAGMA cache_size=-8000")  # 8 MB: the benchmark sums every process's memory
             self.db.execute("PRAGMA temp_store=MEMORY")
-            has = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone()
-            if not has:
-                with self.db:
-                    self.db.execute(_SCHEMA)
+            if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                with self.transaction():  # another indexer may be creating it at the same moment
+                    if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                        self.db.execute(_SCHEMA)
             row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         except apsw.Error as e:
             raise _unavailable(self.path, _classify(e), str(e)) from None
@@ -533,9 +534,20 @@ class KeywordWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def transaction(self) -> apsw.Connection:
-        """`with writer.transaction():` one batch lands whole."""
-        return self.db
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """`with writer.transaction():` one batch lands whole. The write lock is taken at the start
+        (BEGIN IMMEDIATE), so two indexers (the daemon and `oaken reindex`) queue, never deadlock."""
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except apsw.BusyError as e:
+            raise _unavailable(self.path, "locked", str(e)) from None
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     def seq(self) -> int:
         return self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0]
