@@ -192,16 +192,17 @@ def _headers(msg: Message) -> tuple[tuple[str, str], ...]:
 
 
 def _finish(headers: tuple[tuple[str, str], ...], text: str, from_html: bool, attachments: tuple[Attachment, ...],
-            defects: list[str], problem: str | None) -> ParsedMessage:
+            defects: list[str], problem: str | None, forwarded: str = "") -> ParsedMessage:
     text = tidy(text)
     if len(text) > MAX_TEXT:
         text = text[:MAX_TEXT]
         defects.append(f"TextTruncated: text beyond {MAX_TEXT} characters not indexed")
     parts = quotes.split(text)
+    quoted = "\n\n".join(q for q in (parts.quoted, tidy(forwarded)[:MAX_TEXT]) if q)
     return ParsedMessage(
         raw_headers=headers,
         body=_clean(parts.body),
-        quoted=_clean(parts.quoted),
+        quoted=_clean(quoted),
         signature=_clean(parts.signature),
         from_html=from_html,
         attachments=attachments,
@@ -241,11 +242,15 @@ def _parse_mime(msg: Message, headers: tuple[tuple[str, str], ...]) -> ParsedMes
             content_type=str(a.get("mail_content_type") or "application/octet-stream").lower(),
             size=len(payload),
         ))
-    plain, html = _body_parts(msg, defects)
+    plain, html, forwarded = _body_parts(msg, defects)
+    fwd = "\n\n".join(f for f in forwarded if f.strip())
     if plain:
-        return _finish(headers, "\n\n".join(plain), False, tuple(attachments), defects, None)
+        return _finish(headers, "\n\n".join(plain), False, tuple(attachments), defects, None, fwd)
     if html:
-        return _finish(headers, "\n\n".join(html_to_text(h) for h in html), True, tuple(attachments), defects, None)
+        return _finish(headers, "\n\n".join(html_to_text(h) for h in html), True, tuple(attachments), defects,
+                       None, fwd)
+    if fwd:
+        return _finish(headers, "", False, tuple(attachments), defects, None, fwd)
     text = ""
     if not attachments and not msg.is_multipart():
         text, defect = _decode_part(msg)  # e.g. a non-text type with words in it
@@ -257,32 +262,50 @@ def _parse_mime(msg: Message, headers: tuple[tuple[str, str], ...]) -> ParsedMes
     return _finish(headers, text, False, tuple(attachments), defects, None)
 
 
-def _body_parts(msg: Message, defects: list[str]) -> tuple[list[str], list[str]]:
-    """Text of the parts a mail client shows as the message: text/plain and text/html parts with
-    no file name, not attached, not inside an attached message. A named text part is an attachment
-    (its words are not the message's: DESIGN.md indexes attachment names, not contents)."""
+def _body_parts(msg: Message, defects: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(plain, html, forwarded): the text of the parts a mail client shows as the message, and of
+    the messages forwarded inside it (message/rfc822), which count as quoted text: their words are
+    another author's, yet a forward whose original is not in the mailbox must still be found.
+
+    Only text/plain and text/html parts with no file name count: a named text part is an
+    attachment (DESIGN.md indexes attachment names, not contents)."""
     plain: list[str] = []
     html: list[str] = []
-    skip: set[int] = set()
+    forwarded: list[str] = []
+    inside: set[int] = set()  # parts of a forwarded message
     for part in msg.walk():
-        if id(part) in skip:
-            continue
-        disposition = (part.get_content_disposition() or "").lower()
-        if part.is_multipart() or part.get_content_type() == "message/rfc822":
-            if disposition == "attachment":
-                skip.update(id(p) for p in part.walk())
-            continue
-        if disposition == "attachment" or part.get_filename() or part.get_param("name"):
-            continue
         kind = part.get_content_type()
+        if kind == "message/rfc822":
+            for inner in part.get_payload() if isinstance(part.get_payload(), list) else []:
+                forwarded.append(_forward_header(inner))
+                inside.update(id(p) for p in inner.walk())
+            continue
+        if part.is_multipart():
+            continue
+        if part.get_content_disposition() == "attachment" or part.get_filename() or part.get_param("name"):
+            continue
         if kind not in ("text/plain", "text/html"):
             continue
         text, defect = _decode_part(part)
         if defect:
             defects.append(defect)
-        if text.strip():
+        if not text.strip():
+            continue
+        if id(part) in inside:
+            forwarded.append(html_to_text(text) if kind == "text/html" else text)
+        else:
             (plain if kind == "text/plain" else html).append(text)
-    return plain, html
+    return plain, html, forwarded
+
+
+def _forward_header(inner: Message) -> str:
+    """The lines a reader sees above a forwarded message."""
+    lines = []
+    for name in ("From", "Date", "Subject", "To"):
+        value = inner.get(name)
+        if value:
+            lines.append(f"{name}: {envelope.decode(value)}")
+    return "\n".join(lines)
 
 
 def _fallback(raw: bytes, problem: str) -> ParsedMessage:

@@ -27,12 +27,12 @@ def chunk_ids_of(cfg: Config, message: int) -> list[int]:
 
 def test_first_run_indexes_everything_and_a_second_run_nothing(mailbox: Config) -> None:
     first = indexer.update(mailbox, keyword_only=True)
-    assert first.indexed == 13 and first.problems == 0 and first.chunks > 13
+    assert first.indexed == 14 and first.problems == 0 and first.chunks > 13
     again = indexer.update(mailbox, keyword_only=True)
     assert (again.indexed, again.updated, again.deleted) == (0, 0, 0)
     assert again.seq == first.seq
     status = keyword.status(config_mod.resolve_data_dir(mailbox))
-    assert status["state"] == "ok" and status["messages"] == 13 and status["chunks"] == first.chunks
+    assert status["state"] == "ok" and status["messages"] == 14 and status["chunks"] == first.chunks
 
 
 def test_label_and_triage_changes_update_fields_without_reparsing(indexed: Config) -> None:
@@ -85,7 +85,7 @@ def test_message_that_cannot_be_parsed_is_found_by_its_headers(mailbox: Config, 
     (folder / "nested.eml").write_bytes(b"".join(parts))
     import_mail([folder], account="work", config=mailbox)
     report = indexer.update(mailbox, keyword_only=True)
-    assert report.indexed == 14 and report.problems == 1
+    assert report.indexed == 15 and report.problems == 1
     with open_index(mailbox) as idx:
         hits = idx.query(quote("zebra"), KeywordFilters(), 5)
         assert len({h.message for h in hits}) == 1 and "subject" in hits[0].columns
@@ -96,7 +96,7 @@ def test_missing_index_is_rebuilt_by_the_next_update(indexed: Config) -> None:
     data_dir = config_mod.resolve_data_dir(indexed)
     keyword.drop(data_dir)
     report = indexer.update(indexed, keyword_only=True)
-    assert report.indexed == 13
+    assert report.indexed == 14
 
 
 def test_corrupt_index_is_refused_then_repaired_by_rebuild(indexed: Config) -> None:
@@ -107,7 +107,7 @@ def test_corrupt_index_is_refused_then_repaired_by_rebuild(indexed: Config) -> N
         indexer.update(indexed, keyword_only=True)
     assert "--rebuild" in str(e.value)
     report = indexer.reindex(indexed, rebuild=True, keyword_only=True)
-    assert report.rebuilt and report.indexed == 13
+    assert report.rebuilt and report.indexed == 14
     assert keyword.status(data_dir)["state"] == "ok"
 
 
@@ -130,12 +130,12 @@ def test_raw_db_replaced_under_the_index_rebuilds_it(indexed: Config, tmp_path: 
 def test_cli_reindex_json_and_status(mailbox: Config, capsys: pytest.CaptureFixture[str], cli_log: None) -> None:
     assert cli.main(["reindex", "--keyword-only", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["indexed"] == 13 and out["rebuilt"] is False
+    assert out["indexed"] == 14 and out["rebuilt"] is False
     assert cli.main(["reindex", "--rebuild", "--keyword-only"]) == 0
-    assert "13 messages indexed" in capsys.readouterr().out
+    assert "14 messages indexed" in capsys.readouterr().out
     assert cli.main(["status", "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
-    assert status["index"]["state"] == "ok" and status["index"]["messages"] == 13
+    assert status["index"]["state"] == "ok" and status["index"]["messages"] == 14
 
 
 def test_cli_reindex_without_mail_says_what_to_do(oaken_home: Path, capsys: pytest.CaptureFixture[str],

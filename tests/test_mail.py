@@ -118,7 +118,8 @@ def test_text_matches_mail_parser() -> None:
         data = path.read_bytes()
         msg = email.message_from_bytes(data, policy=compat32)
         expected = [t for t in mailparser.MailParser(message=msg).text_plain if t.strip()]
-        if not expected or any(a.content_type.startswith("text/") for a in mail.parse(data).attachments):
+        forwards = any(p.get_content_type() == "message/rfc822" for p in msg.walk())  # quoted by Oaken
+        if not expected or forwards or any(a.content_type.startswith("text/") for a in mail.parse(data).attachments):
             continue
         ours = mail.parse(data)
         theirs = quotes.split(mail.tidy("\n\n".join(expected)))
@@ -166,3 +167,10 @@ def test_parse_never_raises_on_header_shaped_text(text: str) -> None:
             text[:10] + "\r\n\r\n" + text).encode("utf-8", "surrogateescape")
     p = mail.parse(data)
     assert isinstance(p.subject, str)
+
+
+def test_message_forwarded_as_rfc822_is_quoted_with_its_headers() -> None:
+    p = mail.parse(raw("cpython-msg-46.eml"))
+    assert p.body == ""
+    assert "Testing email forwarding with Groupwise" in p.quoted
+    assert 'From: "Dr. Sender" <sender@example.net>' in p.quoted
