@@ -95,6 +95,10 @@ class IndexConfig:
     weight_body: float = 1.0
     weight_quoted: float = 0.2
     weight_attachments: float = 1.0
+    # vectors/ (LanceDB): brute force below this many chunks, an IVF-HNSW-SQ index from here on;
+    # and how long a superseded version is kept for readers still on it before cleanup.
+    vector_ann_min_rows: int = 50_000
+    vector_retention_seconds: float = 60.0
 
 
 @dataclass(frozen=True)

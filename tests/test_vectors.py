@@ -270,6 +270,18 @@ def test_embedding_pass_covers_index_db_once_then_has_nothing_to_do(indexed: con
     assert status["state"] == "ready" and status["coverage"] == 1.0 and status["rows"] == report.chunks
     again = embedding.embed_pending(cfg)
     assert (again.embedded, again.encoded, again.removed, again.pending) == (0, 0, 0, 0)
+    assert not VectorStore(config_mod.resolve_data_dir(cfg)).has_index()  # 50,000 rows by default
+
+
+def test_the_ann_threshold_is_a_setting(indexed: config_mod.Config) -> None:
+    cfg = concept(indexed)
+    cfg = dataclasses.replace(cfg, index=dataclasses.replace(cfg.index, vector_ann_min_rows=100))
+    report = embedding.embed_pending(cfg)
+    assert report.chunks >= 100
+    store = VectorStore(config_mod.resolve_data_dir(cfg))
+    assert store.has_index()
+    q = load_embedder(cfg).embed_query("natural gas pipeline")
+    assert len(store.search(q, VectorFilters(), 10)) == 10
 
 
 def test_newest_mail_is_embedded_first(indexed: config_mod.Config) -> None:

@@ -67,11 +67,9 @@ def embed_text(chunk: "StoredChunk") -> str:
 
 def open_store(config: Config, *, create: bool = False) -> VectorStore:
     """The vector store with the [index] settings that govern it."""
-    i = config.index
-    kwargs = {k: getattr(i, name) for k, name in (("ann_min_rows", "vector_ann_min_rows"),
-                                                 ("retention_seconds", "vector_retention_seconds"))
-              if hasattr(i, name)}
-    return VectorStore(config_mod.resolve_data_dir(config), create=create, **kwargs)
+    return VectorStore(config_mod.resolve_data_dir(config), create=create,
+                       ann_min_rows=config.index.vector_ann_min_rows,
+                       retention_seconds=config.index.vector_retention_seconds)
 
 
 def embed_pending(config: Config, *, progress: Callable[[int], None] | None = None, limit: int | None = None,
