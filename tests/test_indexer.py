@@ -142,3 +142,16 @@ def test_cli_reindex_without_mail_says_what_to_do(oaken_home: Path, capsys: pyte
                                                   cli_log: None) -> None:
     assert cli.main(["reindex", "--keyword-only"]) == 1
     assert "oaken import" in capsys.readouterr().err
+
+
+def test_index_of_another_schema_version_is_rebuilt(indexed: Config) -> None:
+    import apsw
+
+    data_dir = config_mod.resolve_data_dir(indexed)
+    db = apsw.Connection(str(keyword.index_path(data_dir)))
+    db.execute("UPDATE meta SET value = 1 WHERE key = 'schema'")  # as an older Oaken left it
+    db.close()
+    assert keyword.status(data_dir)["state"] == "stale"
+    report = indexer.update(indexed, keyword_only=True)
+    assert report.rebuilt and report.indexed == 14
+    assert keyword.status(data_dir)["state"] == "ok"

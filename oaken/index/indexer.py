@@ -158,7 +158,14 @@ def keyword_pass(cfg: Config, *, progress: Progress | None = None) -> IndexRepor
     counts = {"indexed": 0, "updated": 0, "deleted": 0, "problems": 0, "chunks": 0}
     rebuilt = False
     with _open_store(data_dir) as store:
-        writer = keyword.KeywordWriter(data_dir)
+        try:
+            writer = keyword.KeywordWriter(data_dir)
+        except IndexUnavailable as e:
+            if getattr(e, "state", None) != "stale":
+                raise
+            keyword.drop(data_dir)  # made by another version of Oaken: disposable, so rebuilt
+            writer = keyword.KeywordWriter(data_dir)
+            rebuilt = True
         parser = _Parser()
         try:
             seq = writer.seq()
