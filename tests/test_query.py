@@ -91,7 +91,7 @@ def test_a_phrase_holding_a_colon_is_a_phrase() -> None:
     ("priority:9", "min_priority"), ("priority:-1", "min_priority"), ("category:nope", "categories"),
     ("after:2024-13-45", "after"), ("before:yesterday", "before"), ("newer_than:7x", "after"),
     ("older_than:d", "before"), ("in:spam", "dispositions"), ("is:important", "unread"),
-    ("has:pdf", "has_attachment"),
+    ("has:pdf", "has_attachment"), ("subject:!!", "subjects"),
 ])
 def test_unreadable_value_warns_and_filters_nothing(text: str, attr: str) -> None:
     q = parse(text)
@@ -162,10 +162,13 @@ def test_triage_vocabulary_comes_from_the_config() -> None:
     assert any("category:work" in w for w in q.warnings)
 
 
-def test_negated_text_operators_exclude_and_others_warn() -> None:
-    q = parse("-from:bob -subject:lunch -label:x")
-    assert q.excluded_fields == (("from", Term("bob")), ("subject", Term("lunch")))
-    assert any("-label:x" in w for w in q.warnings)
+def test_negated_operators() -> None:
+    q = parse("-from:bob -subject:lunch -label:x -category:work")
+    assert q.excluded_fields == (("from", Term("bob")), ("subject", Term("lunch")), ("label", Term("x")))
+    assert q.warnings == ("-category:work: a negated category: is not supported; it filters nothing",)
+    assert parse("-is:unread").unread is False and parse("-is:read").unread is True
+    assert parse("-is:starred").starred is False
+    assert parse("-has:attachment").has_attachment is False and parse("has:attachment").has_attachment is True
 
 
 # ---- a question or a lookup; exact_boost ---------------------------------------------------------

@@ -110,6 +110,8 @@ def test_sender_and_recipient_operators(cfg: Config) -> None:
     assert find(cfg, "subject:dabhol") == [DABHOL]
     assert find(cfg, 'subject:"past due"') == [PAST_DUE]
     assert find(cfg, "stock -from:karen") == [AWARD]
+    assert find(cfg, "invoice -label:Finance") == []
+    assert find(cfg, "label:Lists -subject:notmuch") == [BOARD]
 
 
 def test_labels_all_of_them(cfg: Config) -> None:
@@ -137,6 +139,7 @@ def test_attachments(cfg: Config) -> None:
     assert set(find(cfg, "has:attachment")) >= {PATCH}
     assert find(cfg, "filename:patch") == [PATCH]
     assert find(cfg, "filename:nothing-like-this") == []
+    assert PATCH not in find(cfg, "-has:attachment", limit=50) and len(find(cfg, "-has:attachment", limit=50)) >= 8
 
 
 def test_triage_operators(own_search_mailbox: Path) -> None:

@@ -216,7 +216,7 @@ def constraints(q: ParsedQuery, fields: Fields, *, account: str | None, categori
         labels=labels,
         thread=thread,
         dispositions=final_dispositions,
-        has_attachment=True if q.has_attachment else None,
+        has_attachment=q.has_attachment,
         filename_terms=q.filenames,
     )
     also = (KeywordFilters(account=account, senders=also_senders),) if also_senders else ()
@@ -230,5 +230,6 @@ def constraints(q: ParsedQuery, fields: Fields, *, account: str | None, categori
 
 
 def _negated(name: str, value: str, account: str | None) -> KeywordFilters:
-    key = {"from": "senders", "to": "to", "cc": "cc", "subject": "subject_terms", "filename": "filename_terms"}[name]
+    key = {"from": "senders", "to": "to", "cc": "cc", "subject": "subject_terms", "filename": "filename_terms",
+           "label": "labels"}[name]
     return KeywordFilters(account=account, **{key: (value,)})

@@ -22,8 +22,10 @@ from oaken.config import DEFAULT_CATEGORIES, DISPOSITIONS
 TEXT_OPERATORS = ("from", "to", "cc", "subject", "filename")
 OPERATORS = frozenset({*TEXT_OPERATORS, "after", "before", "newer_than", "older_than", "label", "in", "is",
                        "category", "priority", "has"})
-# An operator may be negated (-from:alex) only where a column can exclude it.
-NEGATABLE = frozenset(TEXT_OPERATORS)
+# Negated (-from:alex, -label:Lists) these exclude; -is: and -has: turn their value round.
+NEGATABLE = frozenset({*TEXT_OPERATORS, "label"})
+_OPPOSITE = {"is:unread": "read", "is:read": "unread", "is:starred": "unstarred", "is:flagged": "unstarred",
+             "is:unstarred": "starred", "is:unflagged": "starred"}
 
 # Kept small: words that carry no meaning in a question ("when is the invoice due?").
 STOP_WORDS = frozenset("""
@@ -61,7 +63,7 @@ class ParsedQuery:
     cc: tuple[str, ...] = ()  # cc: (any)
     subjects: tuple[Term, ...] = ()  # subject: (all)
     filenames: tuple[str, ...] = ()  # filename: (all)
-    excluded_fields: tuple[tuple[str, Term], ...] = ()  # -from:x, -subject:y ...: (operator, term)
+    excluded_fields: tuple[tuple[str, Term], ...] = ()  # -from:x, -subject:y, -label:z: (operator, term)
     after: int | None = None
     before: int | None = None
     labels: tuple[str, ...] = ()  # all of them
@@ -70,7 +72,7 @@ class ParsedQuery:
     starred: bool | None = None
     categories: tuple[str, ...] = ()  # any of them
     min_priority: int | None = None
-    has_attachment: bool = False
+    has_attachment: bool | None = None  # has:attachment True, -has:attachment False
     contradiction: str | None = None  # operators that no message can satisfy (is:read is:unread)
     question: bool = False
     exact: bool = False  # exact_boost applies: a quoted phrase or a token with a digit in the free text
@@ -227,7 +229,7 @@ class _Builder:
         self.starred: set[bool] = set()
         self.cats: list[str] = []
         self.priorities: list[int] = []
-        self.has_attachment = False
+        self.has_attachment: bool | None = None
         self.warnings: list[str] = []
 
     def warn(self, text: str) -> None:
@@ -251,7 +253,10 @@ class _Builder:
         elif name == "cc":
             self.cc.append(v)
         elif name == "subject":
-            self.subjects.append(Term(v, phrase=quoted))
+            if has_token(v):
+                self.subjects.append(Term(v, phrase=quoted))
+            else:
+                self.unreadable(name, v, "expected a word or a \"phrase\" of the subject")
         elif name == "filename":
             self.filenames.append(v)
         elif name in ("after", "before"):
@@ -317,7 +322,12 @@ def parse(query: str, *, categories: Sequence[str] = DEFAULT_CATEGORIES, now: fl
         if shape and shape[2][:1] not in (":", "/") and (shape[2] or quoted or shape[1].lower() in OPERATORS):
             name, value = shape[1].lower(), shape[2]
             if name in OPERATORS:
-                if tok.negated:
+                key = f"{name}:{value.strip().lower()}"
+                if tok.negated and key in _OPPOSITE:
+                    b.operator("is", _OPPOSITE[key], False)
+                elif tok.negated and key in ("has:attachment", "has:attachments"):
+                    b.has_attachment = False
+                elif tok.negated:
                     if name in NEGATABLE and value.strip():
                         b.excluded_fields.append((name, Term(value.strip(), phrase=quoted)))
                     else:
@@ -436,8 +446,8 @@ def describe(q: ParsedQuery) -> dict[str, object]:
     for name in ("dispositions", "unread", "starred", "min_priority"):
         if getattr(q, name) is not None:
             out[name] = getattr(q, name)
-    if q.has_attachment:
-        out["has_attachment"] = True
+    if q.has_attachment is not None:
+        out["has_attachment"] = q.has_attachment
     out["kind"] = "question" if q.question else "lookup"
     out["exact_boost"] = q.exact
     return out
