@@ -98,3 +98,17 @@ def test_a_missing_model_or_backend_is_no_embedder_with_a_fix(tmp_path: Path) ->
     with pytest.raises(VectorUnavailable) as e:
         MiniLMEmbedder.load(backend="quantum")
     assert e.value.code == "no_embedder" and "'quantum'" in str(e.value)
+
+
+def test_the_real_model_through_the_pipeline_and_the_retriever(indexed: config_mod.Config,
+                                                               minilm: MiniLMEmbedder) -> None:
+    """A few chunks of real mail embedded by MiniLM, stored, and found again by meaning."""
+    from oaken.index import coverage, embedding
+    from oaken.index.vectors import VectorFilters
+    from oaken.search.vector_retriever import VectorRetriever
+
+    report = embedding.embed_pending(indexed, embedder=minilm, limit=12)
+    assert report.model == "all-MiniLM-L6-v2:384" and 0 < report.embedded and report.pending > 0
+    assert coverage.status(indexed)["state"] == "building"
+    result = VectorRetriever(indexed, embedder=minilm).retrieve("energy company business", VectorFilters(), want=3)
+    assert result.state == "ok" and result.hits and -1.0 <= result.best_cosine <= 1.0
