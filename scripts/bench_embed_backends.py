@@ -3,7 +3,8 @@
 For each backend (oaken.index.backends): chunks/s and tokens/s on short (~25 words) and long
 (~150 words) chunks, query p50 (one short query at a time, warm), fidelity against torch fp32 on
 these chunks (cosine mean and min, top-10 overlap of first-sentence queries against the long
-chunks) and on the shipped sample (the check Oaken runs), and each figure's ratio to torch fp32.
+chunks, and recall@10: how often a first sentence finds its own chunk) and on the shipped sample
+(the check Oaken runs), and each figure's ratio to torch fp32.
 
     .venv/bin/python scripts/bench_embed_backends.py [--short 400] [--long 200] [--queries 100]
         [--backends torch-fp32,onnx-int8,...] [--data-dir DIR] [--corpus DIR]
@@ -42,11 +43,21 @@ def chunks(corpus: Path, n_short: int, n_long: int, n_queries: int) -> tuple[lis
     return short, long, queries
 
 
-def rate(embedder, texts: list[str]) -> tuple[float, np.ndarray]:
+def rate(embedder, texts: list[str], rounds: int) -> tuple[float, np.ndarray]:
+    """The best of `rounds` timings: on a shared machine the best is the least disturbed."""
     embedder.embed_documents(texts[:8])  # warm: first call allocates
-    t = time.perf_counter()
-    vectors = embedder.embed_documents(texts)
-    return time.perf_counter() - t, vectors
+    best, vectors = float("inf"), None
+    for _ in range(rounds):
+        t = time.perf_counter()
+        vectors = embedder.embed_documents(texts)
+        best = min(best, time.perf_counter() - t)
+    return best, vectors
+
+
+def own_recall(queries: np.ndarray, documents: np.ndarray) -> float:
+    """Share of first-sentence queries whose own chunk is among their 10 nearest."""
+    top = fidelity.top_k(queries, documents)
+    return float(np.mean([i in row for i, row in enumerate(top)]))
 
 
 def query_p50(embedder, queries: list[str]) -> float:
@@ -69,6 +80,7 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=None)
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=2, help="timings per figure; the best is kept")
     args = ap.parse_args()
 
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="oaken-bench-"))
@@ -96,8 +108,8 @@ def main() -> None:
         t = time.perf_counter()
         check = backends.check(name, embedder, data_dir, threads=args.threads)
         check_s = time.perf_counter() - t
-        s_sec, s_vec = rate(embedder, short)
-        l_sec, l_vec = rate(embedder, long)
+        s_sec, s_vec = rate(embedder, short, args.rounds)
+        l_sec, l_vec = rate(embedder, long, args.rounds)
         q_vec = embedder.embed_documents(queries)
         p50 = query_p50(embedder, queries)
         if name == backends.REFERENCE:
@@ -107,11 +119,12 @@ def main() -> None:
         rows[name] = {"short_cps": len(short) / s_sec, "long_cps": len(long) / l_sec,
                       "tps": (short_tokens + long_tokens) / (s_sec + l_sec), "p50": p50,
                       "cos_mean": float(cos.mean()), "cos_min": float(cos.min()), "overlap": ov,
+                      "recall": own_recall(q_vec, l_vec),
                       "check_overlap": check.overlap, "passed": check.passed, "load_s": load_s, "check_s": check_s}
         r = rows[name]
         print(f"{name:14s} load+export {load_s:5.1f}s check {check_s:5.1f}s | short {r['short_cps']:6.0f} ch/s "
               f"long {r['long_cps']:5.1f} ch/s {r['tps']:7.0f} tok/s | query p50 {p50:5.1f} ms | "
-              f"cos {r['cos_mean']:.4f}/{r['cos_min']:.4f} top10 {ov:.3f} | sample check "
+              f"cos {r['cos_mean']:.4f}/{r['cos_min']:.4f} top10 {ov:.3f} recall@10 {r['recall']:.3f} | sample check "
               f"{check.describe()} {'PASS' if check.passed else 'FAIL: ' + check.reason}", flush=True)
         del embedder
 

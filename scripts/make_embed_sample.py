@@ -28,6 +28,7 @@ SEED = 20261129
 
 _QP_SOFT = re.compile(r"=\r?\n")
 _QP_HEX = re.compile(r"=([0-9A-F]{2})")
+_RE_PREFIX = re.compile(r"^((re|fw|fwd)\s*:\s*)+", re.I)
 _QUOTED = re.compile(r"^(>|-----Original Message-----|From:|Sent:|To:|Cc:|Subject:).*", re.M)
 
 
@@ -39,9 +40,11 @@ def _unqp(text: str) -> str:
 
 def enron_messages(corpus: Path = CORPUS) -> list[tuple[str, str, str]]:
     """(path, subject, body words joined by spaces) of every message with some text of its own,
-    sorted by path; the petition form letters (1,124 near-copies) are kept once."""
+    sorted by path, at most two per subject: the 1,124 petition form letters differ in their first
+    lines (names, addresses), and would otherwise fill a sample with near-copies."""
     out: list[tuple[str, str, str]] = []
     seen_bodies: set[str] = set()
+    per_subject: dict[str, int] = {}
     for path in sorted(corpus.rglob("*.eml")):
         msg = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
         part = msg.get_body(preferencelist=("plain",))
@@ -60,6 +63,11 @@ def enron_messages(corpus: Path = CORPUS) -> list[tuple[str, str, str]]:
             continue
         seen_bodies.add(key)
         subject = " ".join(str(msg.get("subject", "")).split())
+        topic = _RE_PREFIX.sub("", subject).lower()
+        if topic:
+            per_subject[topic] = per_subject.get(topic, 0) + 1
+            if per_subject[topic] > 2:
+                continue
         out.append((str(path.relative_to(corpus)), subject, " ".join(words)))
     return out
 

@@ -187,3 +187,13 @@ def test_tokenizer_batches_cover_every_text_once_sorted_by_length() -> None:
     assert all(b.input_ids.shape[0] * b.input_ids.shape[1] <= 600 or b.input_ids.shape[0] == 1 for b in batches)
     for b in batches:
         assert (b.attention_mask.sum(1) >= 2).all()  # [CLS] and [SEP] at least
+
+
+def test_a_failed_export_leaves_nothing_and_says_where(tmp_path: Path) -> None:
+    def build(folder: Path) -> None:
+        (folder / "model.onnx.partial").write_bytes(b"half a model")
+        raise OSError("No space left on device")
+
+    with pytest.raises(VectorUnavailable, match=r"exporting onnx-int8-v1 into .*onnx-int8-v1 failed: OSError: No space"):
+        artifacts.artifact(tmp_path, "onnx-int8-v1", build, done="model.onnx")
+    assert [p.name for p in tmp_path.iterdir()] == [".lock"]

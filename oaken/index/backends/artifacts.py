@@ -13,6 +13,7 @@ import hashlib
 import json
 import shutil
 import tempfile
+import time
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -67,6 +68,10 @@ def artifact(root: Path, name: str, build: Callable[[Path], None], *, done: str)
     with _locked(root):
         if (final / done).is_file():  # another process built it while we waited
             return final
+        from oaken import log
+
+        log.get().info("embedder_export", artifact=name, folder=str(final), note="once per data directory")
+        started = time.monotonic()
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
         try:
             build(tmp)
@@ -75,6 +80,7 @@ def artifact(root: Path, name: str, build: Callable[[Path], None], *, done: str)
             if final.exists():
                 shutil.rmtree(final)
             tmp.rename(final)
+            log.get().info("embedder_exported", artifact=name, seconds=round(time.monotonic() - started, 1))
         except VectorUnavailable:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
