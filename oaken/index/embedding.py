@@ -90,15 +90,15 @@ def embed_pending(config: Config, *, progress: Callable[[int], None] | None = No
     rebuilt = store.ensure(fp)
     with KeywordIndex(data_dir) as index, open_raw(data_dir, readonly=True) as raw:
         raw_seq = raw.seq()
-        if rebuilt or not (vectors_path(data_dir) / CURSOR_FILE).exists():
-            # a new store is written from current metadata: no older change needs replaying
-            removed, refreshed = 0, 0
-        else:
-            removed, refreshed = _follow_changes(store, raw, _read_cursor(data_dir), raw_seq)
-        wanted = index.chunk_ids("body")
         stored = store.chunk_messages()
-        gone = set(stored) - wanted
-        removed += store.delete_chunks(gone)
+        removed = refreshed = 0
+        if stored and not rebuilt:
+            # rows written earlier may carry labels, folders or a disposition changed since, or
+            # belong to a message deleted since (no cursor yet: replay the whole feed)
+            removed, refreshed = _follow_changes(store, raw, set(stored.values()), _read_cursor(data_dir), raw_seq)
+            stored = store.chunk_messages() if removed else stored
+        wanted = index.chunk_ids("body")
+        removed += store.delete_chunks(set(stored) - wanted)
         todo = _newest_first(index, wanted - set(stored))
         total_todo = sum(n for _, n in todo)
         if limit is not None:
@@ -110,8 +110,11 @@ def embed_pending(config: Config, *, progress: Callable[[int], None] | None = No
                        max(0, total_todo - embedded), rebuilt, round(time.monotonic() - started, 3))
 
 
-def _follow_changes(store: VectorStore, raw: "Store", since: int, until: int) -> tuple[int, int]:
-    """Refresh prefilter fields of changed messages and remove deleted ones: (removed, refreshed)."""
+def _follow_changes(store: VectorStore, raw: "Store", present: set[int], since: int,
+                    until: int) -> tuple[int, int]:
+    """Follow raw.db's change feed over (since, until] for the messages `present` in vectors/:
+    refresh their prefilter fields, remove the deleted ones. Returns (rows removed, messages
+    refreshed). Messages not embedded yet get current fields when they are."""
     removed = refreshed = 0
     seq = since
     while seq < until:
@@ -119,14 +122,11 @@ def _follow_changes(store: VectorStore, raw: "Store", since: int, until: int) ->
         if not changes:
             break
         seq = changes[-1].seq
-        deleted = {c.message for c in changes if c.deleted}
-        changed = {c.message for c in changes if not c.deleted} - deleted
-        removed += store.delete_messages(deleted)
-        metas = raw.metas(changed)
-        removed += store.delete_messages(changed - set(metas))
-        fields = [MessageFields.from_meta(m) for m in metas.values()]
-        store.update_fields(fields)
-        refreshed += len(fields)
+        touched = {c.message for c in changes} & present
+        metas = raw.metas(touched)
+        removed += store.delete_messages(touched - set(metas))
+        store.update_fields([MessageFields.from_meta(m) for m in metas.values()])
+        refreshed += len(metas)
     return removed, refreshed
 
 
