@@ -191,7 +191,8 @@ class AccountSync:
         renamed: list[tuple[str, str]] = []
         deleted: list[str] = []
         local = {f.name: f for f in self.store.folders(self.account_id)}
-        gone = [f for n, f in local.items() if n not in existing]
+        # only folders this sync mirrored (a UIDVALIDITY); imported local folders are not the server's
+        gone = [f for n, f in local.items() if n not in existing and f.uidvalidity is not None]
         fresh = [sf for sf in selected if sf.name not in local or local[sf.name].uidvalidity is None]
         for old in gone:
             match = next((sf for sf in fresh if sf.status and old.uidvalidity is not None
