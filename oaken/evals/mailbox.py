@@ -304,10 +304,26 @@ class _Builder:
 
     # ---- planted facts --------------------------------------------------------------------------
 
+    def family_codes(self, form: str) -> list[str]:
+        """FAMILY_SIZE codes in sequence, as invoices, orders, tickets and releases are numbered:
+        look-alikes differ in a digit or two, not in their whole number."""
+        r = self.rng
+        n4, n6 = r.randrange(1000, 9000), r.randrange(100000, 900000)
+        major, minor = r.randrange(2, 9), r.randrange(0, 10)
+        out = []
+        for i in range(FAMILY_SIZE):
+            if form == "{alnum}":  # booking references are random, not numbered
+                out.append(self.code(form))
+                continue
+            c = form.format(n4=n4 + i, n6=n6 + i, v=f"{major}.{minor + i // 10}.{i % 10}", alnum="")
+            self.codes.add(c)
+            out.append(c)
+        r.shuffle(out)
+        return out
+
     def identifier_family(self, fam: dict[str, str], asked: int) -> None:
         members: list[tuple[str, SynthMessage]] = []
-        for _ in range(FAMILY_SIZE):
-            code = self.code(fam["code"])
+        for code in self.family_codes(fam["code"]):
             m = self.add(sender=fam["sender"], subject=fam["subject"].format(code=code),
                          body=fam["body"].format(code=code), date=self.date(), category=fam["category"],
                          folder="INBOX")

@@ -15,7 +15,11 @@ and their failure modes, by construction rather than by luck:
   nine" share no content word yet share three concepts, so their cosine is high, as MiniLM's is;
 - it cannot tell exact identifiers apart: digits carry no concept and a token holding a digit
   keeps only its alphabetic pieces of three letters or more, so "invoice INV-1005" and
-  "invoice INV-1006" get the same vector, as they nearly do under MiniLM's word pieces;
+  "invoice INV-1006" get the same vector. This is the pessimistic end of a real model: MiniLM
+  reads digits as word pieces and does rank the right number fairly high among look-alikes
+  (measured on the synthetic mailbox: recall@1 0.7, recall@10 1.0 among 30 numbered look-alikes),
+  but only by surface overlap, which the keyword side does exactly. The stand-in makes the eval
+  show what fusion must do when meaning carries no identifier at all;
 - identical texts are identical vectors, and texts sharing many words are close (the hashed-word
   component), as with any bag-of-meaning model.
 It knows nothing outside its lexicon, which is why the default eval's paraphrases are built from
