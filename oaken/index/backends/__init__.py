@@ -181,8 +181,15 @@ def load_backend(name: str, data_dir: Path, *, threads: int = 0, batch_size: int
     missing = installed(name)
     if missing:
         raise VectorUnavailable("no_embedder", f"[embedder] backend {name!r}: {missing}")
-    embedder = BACKENDS[name].load(Path(data_dir), threads, batch_size)
-    fidelity.require(check(name, embedder, Path(data_dir), threads=threads, batch_size=batch_size, sample=sample))
+    try:
+        embedder = BACKENDS[name].load(Path(data_dir), threads, batch_size)
+        result = check(name, embedder, Path(data_dir), threads=threads, batch_size=batch_size, sample=sample)
+    except (VectorUnavailable, ConfigError):
+        raise
+    except Exception as exc:  # an engine that cannot compile or run the model on this machine
+        raise VectorUnavailable("no_embedder", f"[embedder] backend {name!r} cannot run here: "
+                                               f"{type(exc).__name__}: {exc}") from exc
+    fidelity.require(result)
     return embedder
 
 
@@ -194,30 +201,30 @@ def choose(data_dir: Path, *, threads: int = 0, batch_size: int = 64,
     skipped: list[str] = []
     for name in AUTO_ORDER:
         reason = installed(name) or BACKENDS[name].auto_needs()
-        if reason is None:
-            try:
-                return load_backend(name, data_dir, threads=threads, batch_size=batch_size, sample=sample)
-            except VectorUnavailable as exc:
-                if name == REFERENCE:
-                    raise
-                reason = str(exc)
-        skipped.append(f"{name}: {reason}")
-        if reason and "not installed" not in reason and "native bf16" not in reason:
-            log.get().warning("embedder_backend_skipped", backend=name, reason=reason)
+        if reason is not None:  # not for this install or CPU: expected, not worth a warning
+            skipped.append(f"{name}: {reason}")
+            continue
+        try:
+            return load_backend(name, data_dir, threads=threads, batch_size=batch_size, sample=sample)
+        except VectorUnavailable as exc:
+            if name == REFERENCE:
+                raise
+            log.get().warning("embedder_backend_refused", backend=name, reason=str(exc))
+            skipped.append(f"{name}: {exc}")
     raise VectorUnavailable("no_embedder", "no embedding backend can run: " + "; ".join(skipped))
 
 
 def load(config: "Config", *, data_dir: Path | None = None, sample: "Sample | None" = None) -> "Embedder":
     """The embedder for `[embedder] backend` (all-MiniLM-L6-v2 only): "auto" or one of BACKENDS.
     The returned embedder's `backend` attribute names the backend that runs it."""
-    from oaken.config import resolve_data_dir
+    from oaken.config import ensure_data_dir
 
     e = config.embedder
     name = canonical(e.backend)
     if name != AUTO and name not in BACKENDS:
         raise ConfigError(f"{config.source or 'config'}: [embedder] backend: unknown backend {e.backend!r}; "
                           f"expected one of {', '.join(NAMES)}")
-    where = Path(data_dir) if data_dir is not None else resolve_data_dir(config)
+    where = Path(data_dir) if data_dir is not None else ensure_data_dir(config)
     if name == AUTO:
         return choose(where, threads=e.threads, batch_size=e.batch_size, sample=sample)
     return load_backend(name, where, threads=e.threads, batch_size=e.batch_size, sample=sample)

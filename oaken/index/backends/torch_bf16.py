@@ -18,15 +18,6 @@ from oaken.index.backends import artifacts
 from oaken.index.backends.batching import Batch, BatchedEmbedder, Tokenizer, threads_for
 
 
-def cpu_has_bf16() -> bool:
-    """Native bf16 arithmetic (AVX512-BF16 or AMX); without it torch emulates bf16 slowly."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 class TorchBf16Embedder(BatchedEmbedder):
     backend = "torch-bf16"
 
