@@ -342,3 +342,16 @@ def test_model_none_embeds_nothing(indexed: config_mod.Config) -> None:
 def _all_messages(cfg: config_mod.Config) -> list[int]:
     with open_store(config_mod.resolve_data_dir(cfg)) as raw:
         return raw.all_message_ids()
+
+
+def test_coverage_for_responses_is_none_when_off_and_follows_the_pass(indexed: config_mod.Config) -> None:
+    cfg = concept(indexed)
+    assert coverage.vector_coverage(dataclasses.replace(cfg, embedder=config_mod.EmbedderConfig(model="none"))) is None
+    assert coverage.vector_coverage(cfg, max_age=0) == 0.0
+    embedding.embed_pending(cfg, limit=1)
+    partial = coverage.vector_coverage(cfg, max_age=0)
+    assert 0.0 < partial < 1.0
+    embedding.embed_pending(cfg)
+    assert coverage.vector_coverage(cfg, max_age=3600) == partial  # a warm process reuses a recent figure
+    assert coverage.vector_coverage(cfg, max_age=0) == 1.0
+    assert coverage.status(cfg)["bytes"] > 0

@@ -6,6 +6,7 @@ and counts body chunks in index.db, so `oaken status` never imports LanceDB or t
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,9 @@ def share(rows: int, chunks: int | None) -> float:
     return round(min(1.0, rows / chunks), 4)
 
 
-def status(config: Config) -> dict[str, Any]:
-    """{"coverage": share of body chunks embedded, "state", "model", "rows", "chunks", "path"}.
+def status(config: Config, *, with_bytes: bool = True) -> dict[str, Any]:
+    """{"coverage": share of body chunks embedded, "state", "model", "rows", "chunks", "path",
+    "bytes"}.
 
     state: "off" ([embedder] model = "none"), "missing" (no vectors/ yet), "stale" (vectors of
     another model or chunker: not searched until rebuilt), "building" (coverage below 1),
@@ -59,9 +61,29 @@ def status(config: Config) -> dict[str, Any]:
         return {**out, "coverage": 0.0, "state": "missing", "rows": 0, "chunks": chunks}
     rows = int(state.get("rows", 0))
     fingerprint = state["fingerprint"]
-    out.update(rows=rows, chunks=chunks, fingerprint=fingerprint,
-               bytes=sum(f.stat().st_size for f in path.rglob("*") if f.is_file()))
+    out.update(rows=rows, chunks=chunks, fingerprint=fingerprint)
+    if with_bytes:
+        out["bytes"] = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
     if not _current(config, fingerprint):
         return {**out, "coverage": 0.0, "state": "stale"}
     coverage = share(rows, chunks)
     return {**out, "coverage": coverage, "state": "ready" if coverage >= 1.0 else "building"}
+
+
+_RECENT: dict[str, tuple[float, float]] = {}  # data dir -> (when, coverage)
+
+
+def vector_coverage(config: Config, *, max_age: float = 5.0) -> float | None:
+    """The share of body chunks embedded, for each search response; None when the vector side is
+    off. Counting index.db's chunks costs milliseconds at 100k, so a warm process (the daemon)
+    reuses a figure up to `max_age` seconds old."""
+    if config.embedder.model == "none":
+        return None
+    key = str(config_mod.resolve_data_dir(config))
+    now = time.monotonic()
+    cached = _RECENT.get(key)
+    if cached is not None and now - cached[0] <= max_age:
+        return cached[1]
+    value = float(status(config, with_bytes=False)["coverage"])
+    _RECENT[key] = (now, value)
+    return value
