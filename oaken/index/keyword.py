@@ -435,6 +435,10 @@ class KeywordIndex:
                 found.setdefault(message, set()).add(token)
         return {m: frozenset(t) for m, t in found.items()}
 
+    def matches_anything(self, match: str) -> bool:
+        """Whether any chunk at all matches (no ranking: the first row of the doclist answers)."""
+        return bool(self._run("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1", [match]))
+
     _CHUNK_SQL = ("SELECT c.id, c.message, c.ord, c.kind, c.tokens, c.text, m.subject FROM chunks c "
                   "JOIN messages m ON m.id = c.message")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from oaken.config import SearchConfig
-from oaken.index.keyword import KeywordChunkHit, KeywordIndex
+from oaken.index.keyword import KeywordChunkHit, KeywordIndex, quote
 from oaken.search.filters import Constraints
 from oaken.search.matching import MatchPlan
 from oaken.search.types import MatchedChunk, RetrieverTrace
@@ -112,7 +112,9 @@ def _spread(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
             have: set[int]) -> list[_Candidate]:
     """A lookup whose words are in different chunks of one message: chunks holding any of the words,
     kept when their message holds every clause somewhere. Ranked after every one-chunk match."""
-    asked = min(max(want * cfg.overfetch * 4, 1), cfg.max_candidates)
+    if not all(index.matches_anything(" OR ".join(map(quote, alts))) for alts in plan.alternatives):
+        return []  # a word found nowhere: ranking the others' chunks would be wasted
+    asked = min(max(want * cfg.overfetch, 1), cfg.max_candidates)
     hits = index.query(plan.spread, cons.index, asked)
     candidates = [c for c in _collapse(hits, plan) if c.message not in have]
     if not candidates:
