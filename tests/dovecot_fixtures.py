@@ -143,33 +143,31 @@ def assert_mirrored(box: Mailbox, config: config_mod.Config) -> None:
     assert set(ids) == {mid for mid, _f, _fl in server}
 
 
-def _start(**kw: Any) -> Dovecot:
-    return Dovecot(**kw).start()
+# what a plain IMAP4rev1 server offers: no CONDSTORE, QRESYNC, LIST-STATUS or ESEARCH
+BASIC_CAPABILITY = "IMAP4rev1 LITERAL+ SASL-IR ID ENABLE IDLE UIDPLUS MULTIAPPEND LIST-EXTENDED SPECIAL-USE NAMESPACE UNSELECT"
+
+
+def _serve(capability: str | None = None) -> Iterator[Dovecot]:
+    server = Dovecot(capability=capability).start()
+    yield server
+    server.stop(remove=True)
 
 
 @pytest.fixture(scope="session")
 def dovecot() -> Iterator[Dovecot]:
-    server = _start()
-    yield server
-    server.stop(remove=True)
+    yield from _serve()
 
 
 @pytest.fixture(scope="session")
 def dovecot_basic() -> Iterator[Dovecot]:
-    """A server that advertises neither CONDSTORE, QRESYNC nor LIST-STATUS: the fallbacks."""
-    server = _start(capability="IMAP4rev1 LITERAL+ SASL-IR ID ENABLE IDLE UIDPLUS MULTIAPPEND LIST-EXTENDED "
-                               "SPECIAL-USE NAMESPACE UNSELECT")
-    yield server
-    server.stop(remove=True)
+    """Neither CONDSTORE, QRESYNC nor LIST-STATUS: every flag fetched, UID sets compared."""
+    yield from _serve(BASIC_CAPABILITY)
 
 
 @pytest.fixture(scope="session")
 def dovecot_condstore() -> Iterator[Dovecot]:
     """CONDSTORE without QRESYNC or LIST-STATUS: CHANGEDSINCE, UID-set expunges, one STATUS per folder."""
-    server = _start(capability="IMAP4rev1 LITERAL+ SASL-IR ID ENABLE IDLE UIDPLUS MULTIAPPEND LIST-EXTENDED "
-                               "SPECIAL-USE NAMESPACE UNSELECT CONDSTORE")
-    yield server
-    server.stop(remove=True)
+    yield from _serve(BASIC_CAPABILITY + " CONDSTORE")
 
 
 def _mailbox(server: Dovecot, home: Path) -> Mailbox:
