@@ -3,6 +3,7 @@ connections to a server and can delay, throttle, reset or blackhole them on dema
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import struct
@@ -92,6 +93,17 @@ class TcpProxy:
                     s.close()
                 except OSError:
                     pass
+        return len(pairs)
+
+    def corrupt(self) -> int:
+        """Send the clients a forged TLS record: their TLS layer fails with ssl.SSLError."""
+        with self._lock:
+            pairs = list(self._pairs)
+        for client, _server in pairs:
+            try:
+                client.sendall(b"\x17\x03\x03\x00\x20" + os.urandom(32))
+            except OSError:
+                pass
         return len(pairs)
 
     def close(self) -> None:

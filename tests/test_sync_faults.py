@@ -51,6 +51,7 @@ FAULTS = {
     "server restarted": lambda box, proxy: box.server.restart(),
     "connection reset": lambda box, proxy: proxy.reset(),
     "link blackholed": lambda box, proxy: setattr(proxy, "blackholed", True),
+    "TLS record forged": lambda box, proxy: proxy.corrupt(),
 }
 
 
@@ -62,10 +63,12 @@ def test_fault_mid_fetch_then_the_next_sync_resumes(imap_box: Mailbox, real_mail
     cfg = imap_box.config(port=proxy.port, batch_size=15, timeout_seconds=1.0)
     hit = _when(lambda: proxy.downstream > 60_000, lambda: FAULTS[fault](imap_box, proxy))
     try:
-        with pytest.raises(ConnectionLost):
+        with pytest.raises(ConnectionLost) as lost:
             sync(cfg)
     finally:
         hit.join()
+    if fault == "TLS record forged":
+        assert "SSL" in str(lost.value)
     stored = _count(cfg)
     assert 0 < stored < len(real_mail), f"the fault did not land mid-sync ({stored} stored)"
     proxy.blackholed = False
