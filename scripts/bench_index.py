@@ -5,7 +5,8 @@ Same files, same run: ../shared/corpora/enron-lay-skilling is laid out as a Mail
 temp dir (one Maildir per original folder) and read once so every tool starts from a warm page
 cache. For each tool: wall time, messages per second, peak memory (the resident memory of all its
 processes summed, sampled from /proc every 10 ms), and the time of a second run that finds
-nothing new. Oaken's figure is `oaken import` (Maildir -> raw.db) plus `oaken reindex
+nothing new; CPU time (user + system of all the tool's processes) beside wall time, since a
+shared machine's load shows in wall time only. Oaken's figure is `oaken import` (Maildir -> raw.db) plus `oaken reindex
 --keyword-only` (raw.db -> index.db), since the peers also read the files and index them in one
 go; the index step alone is printed too. Ratios are against mu and notmuch measured here.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -35,6 +37,7 @@ OAKEN = [str(ROOT / ".venv" / "bin" / "python"), "-m", "oaken.cli"]
 class Run:
     seconds: float
     peak_mb: float
+    cpu_seconds: float  # user + system of all the tool's processes: what load on a shared machine cannot inflate
 
 
 @dataclass
@@ -45,7 +48,12 @@ class Result:
     per_second: float
     peak_mb: float
     nochange_seconds: float
+    cpu_seconds: float
     detail: str = ""
+
+    @property
+    def per_cpu_second(self) -> float:
+        return self.messages / self.cpu_seconds if self.cpu_seconds else 0.0
 
 
 def layout(corpus: Path, dest: Path) -> int:
@@ -94,6 +102,8 @@ def measure(cmds: list[list[str]], env: dict[str, str]) -> Run:
     """Run commands one after another; wall time of all, and the highest summed RSS seen."""
     peak = 0
     started = time.perf_counter()
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_before = usage.ru_utime + usage.ru_stime
     for cmd in cmds:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         done = threading.Event()
@@ -112,7 +122,8 @@ def measure(cmds: list[list[str]], env: dict[str, str]) -> Run:
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode(errors='replace')[-2000:]}")
         peak = max(peak, box["peak"])
-    return Run(time.perf_counter() - started, peak / 1024)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return Run(time.perf_counter() - started, peak / 1024, usage.ru_utime + usage.ru_stime - cpu_before)
 
 
 def bench_oaken(maildir: Path, work: Path, n: int) -> tuple[Result, Result]:
@@ -124,9 +135,9 @@ def bench_oaken(maildir: Path, work: Path, n: int) -> tuple[Result, Result]:
     again_idx = measure([[*OAKEN, "reindex", "--keyword-only"]], env)
     total = imp.seconds + idx.seconds
     both = Result("oaken (import + reindex)", n, total, n / total, max(imp.peak_mb, idx.peak_mb), again.seconds,
-                  f"import {imp.seconds:.2f} s, reindex {idx.seconds:.2f} s")
+                  imp.cpu_seconds + idx.cpu_seconds, f"import {imp.seconds:.2f} s, reindex {idx.seconds:.2f} s")
     alone = Result("oaken reindex alone (raw.db -> index.db)", n, idx.seconds, n / idx.seconds, idx.peak_mb,
-                   again_idx.seconds)
+                   again_idx.seconds, idx.cpu_seconds)
     return both, alone
 
 
@@ -137,7 +148,7 @@ def bench_notmuch(maildir: Path, work: Path, n: int) -> Result:
     env = {**os.environ, "NOTMUCH_CONFIG": str(cfg)}
     first = measure([["notmuch", "new", "--quiet"]], env)
     again = measure([["notmuch", "new", "--quiet"]], env)
-    return Result("notmuch new", n, first.seconds, n / first.seconds, first.peak_mb, again.seconds)
+    return Result("notmuch new", n, first.seconds, n / first.seconds, first.peak_mb, again.seconds, first.cpu_seconds)
 
 
 def bench_mu(maildir: Path, work: Path, n: int) -> Result:
@@ -147,7 +158,7 @@ def bench_mu(maildir: Path, work: Path, n: int) -> Result:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     first = measure([["mu", "index", f"--muhome={home}", "--quiet"]], env)
     again = measure([["mu", "index", f"--muhome={home}", "--quiet"]], env)
-    return Result("mu index", n, first.seconds, n / first.seconds, first.peak_mb, again.seconds)
+    return Result("mu index", n, first.seconds, n / first.seconds, first.peak_mb, again.seconds, first.cpu_seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,16 +199,19 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0]
     print(f"{final[0].messages} messages from {args.corpus.name}, {args.rounds} round(s), median shown; "
           f"load average {load:.1f} on {os.cpu_count()} cores")
-    print(f"{'tool':44} {'msg/s':>8} {'seconds':>8} {'peak MB':>8} {'no-change s':>12}")
+    print(f"{'tool':44} {'msg/s':>8} {'seconds':>8} {'CPU s':>8} {'msg/CPU s':>10} {'peak MB':>8} {'no-change s':>12}")
     for r in final:
-        print(f"{r.tool:44} {r.per_second:8.0f} {r.seconds:8.2f} {r.peak_mb:8.1f} {r.nochange_seconds:12.2f}"
-              + (f"   ({r.detail})" if r.detail else ""))
+        print(f"{r.tool:44} {r.per_second:8.0f} {r.seconds:8.2f} {r.cpu_seconds:8.2f} {r.per_cpu_second:10.0f} "
+              f"{r.peak_mb:8.1f} {r.nochange_seconds:12.2f}" + (f"   ({r.detail})" if r.detail else ""))
     oak, mu, nm = by["oaken"], by["mu"], by["notmuch"]
     print(f"oaken / mu      : {oak.per_second / mu.per_second:.2f}x messages/s (target >= 1.5x), "
           f"peak memory {oak.peak_mb / mu.peak_mb:.2f}x")
     print(f"oaken / notmuch : {oak.per_second / nm.per_second:.2f}x messages/s, peak memory {oak.peak_mb / nm.peak_mb:.2f}x")
     alone = by["oaken-index"]
     print(f"reindex alone / mu: {alone.per_second / mu.per_second:.2f}x messages/s")
+    print(f"per CPU second (load-independent): oaken {oak.per_cpu_second / mu.per_cpu_second:.2f}x mu, "
+          f"reindex alone {alone.per_cpu_second / mu.per_cpu_second:.2f}x mu, "
+          f"oaken {oak.per_cpu_second / nm.per_cpu_second:.2f}x notmuch")
     print(f"no-change re-run: oaken {oak.nochange_seconds:.2f} s, mu {mu.nochange_seconds:.2f} s, "
           f"notmuch {nm.nochange_seconds:.2f} s")
     return 0
