@@ -9,7 +9,9 @@ the same run. Loads N messages into INBOX with MULTIAPPEND, then times:
     .venv/bin/python scripts/bench_sync.py [--messages 10000]
 
 Real mail: the Enron messages of ../shared/corpora when present (repeated with a new Message-ID
-to reach N), else tests/data/sync. Prints the times and the ratios Oaken / mbsync.
+to reach N), else tests/data/sync. Full syncs alternate between the tools, each into a fresh
+mirror, and medians are reported, so that a burst of load on a shared machine hits both alike;
+the client's CPU time is printed beside the wall time. Prints the times and the ratios Oaken / mbsync.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -65,18 +68,25 @@ def fill(server: Dovecot, messages: list[bytes]) -> float:
     return time.perf_counter() - t0
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
+CPU: dict[str, list[float]] = {}  # CPU seconds (user + sys) of each timed child, by label
+
+
+def timed(cmd: list[str], env: dict[str, str], label: str = "") -> float:
+    """Wall time of one run; its CPU time goes to CPU[label] (less sensitive to a busy machine)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
+    CPU.setdefault(label, []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return elapsed
 
 
 def mbsync_config(work: Path, server: Dovecot) -> Path:
     maildir = work / "mbsync-mail"
-    maildir.mkdir()
+    maildir.mkdir(parents=True)
     conf = work / "mbsyncrc"
     conf.write_text(f"""FSync no
 
@@ -151,6 +161,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--messages", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=5, help="runs of each no-change measurement (median)")
+    ap.add_argument("--rounds", type=int, default=3, help="full syncs of each tool, alternated (median)")
     args = ap.parse_args()
     if not shutil.which("mbsync"):
         raise SystemExit("mbsync not found: apt-get install isync (scripts/setup.sh does)")
@@ -164,27 +175,42 @@ def main() -> int:
         print(f"loaded {len(messages)} messages ({size / 1e6:.1f} MB) with MULTIAPPEND in {t_fill:.2f} s "
               f"({len(messages) / t_fill:.0f}/s)")
 
-        home = work / "oaken-home"
-        oaken_config(home, server)
-        env = {**os.environ, "OAKEN_HOME": str(home), "BENCH_IMAP_PASSWORD": PASSWORD}
+        env = {**os.environ, "BENCH_IMAP_PASSWORD": PASSWORD}
+        o_full: list[float] = []
+        m_full: list[float] = []
+        for r in range(args.rounds):  # alternated, fresh mirrors each time: a busy machine hits both alike
+            home = work / f"oaken-home-{r}"
+            oaken_config(home, server)
+            env["OAKEN_HOME"] = str(home)
+            o_full.append(timed([sys.executable, "-m", "oaken.cli", "sync", "--once", "--no-index"], env, "o_full"))
+            conf = mbsync_config(work / f"mbsync-{r}", server)
+            m_full.append(timed(["mbsync", "-q", "-c", str(conf), "-a"], env, "m_full"))
+            mail = list((work / f"mbsync-{r}" / "mbsync-mail" / "INBOX").glob("*/*"))
+            assert len(mail) == len(messages), f"mbsync stored {len(mail)}"
         oaken = [sys.executable, "-m", "oaken.cli", "sync", "--once", "--no-index"]
-        conf = mbsync_config(work, server)
         mbsync = ["mbsync", "-q", "-c", str(conf), "-a"]
-
-        o_full = timed(oaken, env)
-        m_full = timed(mbsync, env)
-        o_cold = statistics.median(timed(oaken, env) for _ in range(args.repeat))
-        m_none = statistics.median(timed(mbsync, env) for _ in range(args.repeat))
+        o_cold_runs: list[float] = []
+        m_none_runs: list[float] = []
+        for _ in range(args.repeat):
+            o_cold_runs.append(timed(oaken, env, "o_cold"))
+            m_none_runs.append(timed(mbsync, env, "m_none"))
+        o_cold, m_none = statistics.median(o_cold_runs), statistics.median(m_none_runs)
         o_cycle = daemon_cycle(home, max(args.repeat, 20))
+        med = statistics.median
 
-        mail = list((work / "mbsync-mail" / "INBOX").glob("*/*"))
-        assert len(mail) == len(messages), f"mbsync stored {len(mail)}"
-
-        print(f"\n{'':34}{'oaken':>10}{'mbsync':>10}{'ratio':>8}")
-        print(f"{'full sync (s)':34}{o_full:10.3f}{m_full:10.3f}{o_full / m_full:8.2f}")
-        print(f"{'no-change, cold process (s)':34}{o_cold:10.3f}{m_none:10.3f}{o_cold / m_none:8.2f}")
-        print(f"{'no-change, running daemon cycle (s)':34}{o_cycle:10.4f}{m_none:10.3f}{o_cycle / m_none:8.2f}")
-        print(f"\nfull sync throughput: oaken {len(messages) / o_full:.0f} msg/s, mbsync {len(messages) / m_full:.0f} msg/s")
+        print(f"\nmedian of {args.rounds} full syncs, {args.repeat} no-change syncs (wall seconds; CPU seconds of the "
+              "client process in brackets)")
+        print(f"{'':36}{'oaken':>16}{'mbsync':>16}{'ratio':>8}")
+        print(f"{'full sync':36}{med(o_full):8.3f} [{med(CPU['o_full']):5.2f}]{med(m_full):8.3f} "
+              f"[{med(CPU['m_full']):5.2f}]{med(o_full) / med(m_full):8.2f}")
+        print(f"{'no-change, cold process':36}{o_cold:8.3f} [{med(CPU['o_cold']):5.2f}]{m_none:8.3f} "
+              f"[{med(CPU['m_none']):5.2f}]{o_cold / m_none:8.2f}")
+        print(f"{'no-change, running daemon cycle':36}{o_cycle:8.4f}{'':8}{m_none:8.3f}{'':8}{o_cycle / m_none:8.2f}")
+        print(f"full sync runs: oaken {', '.join(f'{t:.2f}' for t in o_full)}; "
+              f"mbsync {', '.join(f'{t:.2f}' for t in m_full)}")
+        o_full_med, m_full_med = med(o_full), med(m_full)
+        print(f"full sync throughput: oaken {len(messages) / o_full_med:.0f} msg/s, "
+              f"mbsync {len(messages) / m_full_med:.0f} msg/s; load average {os.getloadavg()[0]:.1f}")
         print("targets: full sync ratio <= 1; daemon cycle ratio <= 1; cold no-change oaken < 0.3 s")
     finally:
         server.stop(remove=True)
