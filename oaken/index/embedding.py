@@ -252,6 +252,6 @@ def _read_cursor(data_dir: Path) -> int:
 
 def _write_cursor(data_dir: Path, seq: int) -> None:
     path = vectors_path(data_dir) / CURSOR_FILE
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"seq": seq}))
     os.replace(tmp, path)
