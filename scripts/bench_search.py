@@ -157,6 +157,7 @@ def cold(home: Path, work: Path, runs: int) -> None:
         print(f"  {q:22} {o:8.1f} {n:8.1f}" + "".join(f" {x:12.1f}" for x in b) + f" {o / b[0]:10.2f} {o / n:9.2f}")
     if shim:
         print(f"  (PATH python3 is {shim}, a script: a pyenv shim starts a shell before Python)")
+    print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
 
 def main(argv: list[str] | None = None) -> int:
