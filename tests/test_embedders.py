@@ -100,15 +100,25 @@ def test_a_missing_model_or_backend_is_no_embedder_with_a_fix(tmp_path: Path) ->
     assert e.value.code == "no_embedder" and "'quantum'" in str(e.value)
 
 
-def test_the_real_model_through_the_pipeline_and_the_retriever(indexed: config_mod.Config,
-                                                               minilm: MiniLMEmbedder) -> None:
-    """A few chunks of real mail embedded by MiniLM, stored, and found again by meaning."""
-    from oaken.index import coverage, embedding
+def test_the_real_model_through_the_pipeline_and_the_retriever(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+    """Two short real messages embedded by MiniLM, stored, and found again by meaning."""
+    import shutil
+
+    from oaken.api import import_mail
+    from oaken.index import coverage, embedding, indexer
     from oaken.index.vectors import VectorFilters
     from oaken.search.vector_retriever import VectorRetriever
+    from tests.index_fixtures import INDEX_DATA
 
-    report = embedding.embed_pending(indexed, embedder=minilm, limit=12)
-    assert report.model == "all-MiniLM-L6-v2:384" and 0 < report.embedded and report.pending > 0
-    assert coverage.status(indexed)["state"] == "building"
-    result = VectorRetriever(indexed, embedder=minilm).retrieve("energy company business", VectorFilters(), want=3)
-    assert result.state == "ok" and result.hits and -1.0 <= result.best_cosine <= 1.0
+    inbox = tmp_path / "INBOX"
+    inbox.mkdir()
+    for name in ("notmuch-03.eml", "enron-lay-inbox-461.eml"):
+        shutil.copyfile(INDEX_DATA / name, inbox / name)
+    config = config_mod.Config()
+    import_mail([inbox], account="work", config=config)
+    indexer.update(config, keyword_only=True)
+    report = embedding.embed_pending(config, embedder=minilm)
+    assert report.model == "all-MiniLM-L6-v2:384" and report.embedded == report.chunks > 0
+    assert coverage.status(config)["state"] == "ready"
+    result = VectorRetriever(config, embedder=minilm).retrieve("energy company business", VectorFilters(), want=2)
+    assert result.state == "ok" and len(result.hits) == 2 and -1.0 <= result.best_cosine <= 1.0
