@@ -195,42 +195,53 @@ class FolderSync:
             with self.store.transaction():
                 self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity, uidnext=max(sel.uidnext, start),
                                             highestmodseq=sel.highestmodseq, exists_count=sel.exists)
+        if not uids:
             return
-        for i in range(0, len(uids), self.batch_size):
-            if self.stop is not None and self.stop.is_set():
+        batches = [uids[i:i + self.batch_size] for i in range(0, len(uids), self.batch_size)]
+        pending = self.conn.fetch_start(batches[0], items)
+        for n, batch in enumerate(batches):
+            fetched = self.conn.fetch_finish(pending)
+            last = n + 1 == len(batches)
+            if not last:  # pipelined: the server reads the next batch off disk while we store this one
+                pending = self.conn.fetch_start(batches[n + 1], items)
+            self._store_batch(sel, batch, fetched, last=last, advance_state=advance_state, start=start)
+            if not last and self.stop is not None and self.stop.is_set():
+                self.conn.fetch_finish(pending)  # drain the answer already on its way
                 self.complete = False
                 return
-            batch = uids[i:i + self.batch_size]
-            fetched = self.conn.fetch(batch, items)
-            overlay = self._pending_overlay(sel.uidvalidity)
-            last = i + self.batch_size >= len(uids)
-            added = 0
-            with self.store.transaction():
-                for n, uid in enumerate(sorted(fetched)):
-                    item = fetched[uid]
-                    raw = item.get(b"BODY[]")
-                    if raw is None:
-                        continue
-                    flags = _with_pending(flag_names(item.get(b"FLAGS", ())), overlay.get(uid, ()))
-                    result = self.store.add_message(
-                        self.account_id, bytes(raw), folder_id=f.id, uidvalidity=sel.uidvalidity, uid=uid,
-                        flags=flags, internaldate=internaldate(item.get(b"INTERNALDATE")),
-                        modseq=modseq_of(item), source=f"imap:{f.name}")
-                    added += int(result.new_location)
-                    self.counts["bytes"] += len(raw)
-                    if n == len(fetched) // 2:
-                        crashpoints.reached("sync.mid_batch", folder=f.name, uid=uid)
-                crashpoints.reached("sync.before_state", folder=f.name, uid=batch[-1])
-                if advance_state:
-                    uidnext = max(sel.uidnext, batch[-1] + 1, start) if last else batch[-1] + 1
-                    self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity, uidnext=uidnext,
-                                                highestmodseq=sel.highestmodseq, exists_count=sel.exists)
-            crashpoints.reached("sync.after_batch", folder=f.name, uid=batch[-1])
-            self.counts["new"] += added
-            if self.progress:
-                self.progress(len(batch))
-            if self.on_batch and added:
-                self.on_batch(added)
+
+    def _store_batch(self, sel: Selected, batch: list[int], fetched: dict[int, dict], *, last: bool,
+                     advance_state: bool, start: int) -> None:
+        """One transaction: the batch's messages and the folder state that accounts for them."""
+        f = self.folder
+        overlay = self._pending_overlay(sel.uidvalidity)
+        added = 0
+        with self.store.transaction():
+            for n, uid in enumerate(sorted(fetched)):
+                item = fetched[uid]
+                raw = item.get(b"BODY[]")
+                if raw is None:
+                    continue
+                flags = _with_pending(flag_names(item.get(b"FLAGS", ())), overlay.get(uid, ()))
+                result = self.store.add_message(
+                    self.account_id, bytes(raw), folder_id=f.id, uidvalidity=sel.uidvalidity, uid=uid,
+                    flags=flags, internaldate=internaldate(item.get(b"INTERNALDATE")),
+                    modseq=modseq_of(item), source=f"imap:{f.name}")
+                added += int(result.new_location)
+                self.counts["bytes"] += len(raw)
+                if n == len(fetched) // 2:
+                    crashpoints.reached("sync.mid_batch", folder=f.name, uid=uid)
+            crashpoints.reached("sync.before_state", folder=f.name, uid=batch[-1])
+            if advance_state:
+                uidnext = max(sel.uidnext, batch[-1] + 1, start) if last else batch[-1] + 1
+                self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity, uidnext=uidnext,
+                                            highestmodseq=sel.highestmodseq, exists_count=sel.exists)
+        crashpoints.reached("sync.after_batch", folder=f.name, uid=batch[-1])
+        self.counts["new"] += added
+        if self.progress:
+            self.progress(len(batch))
+        if self.on_batch and added:
+            self.on_batch(added)
 
     # ---- UIDVALIDITY changed: match again by Message-ID and size, download only the rest -------
 

@@ -219,10 +219,18 @@ class Connection:
 
     def command(self, line: bytes) -> tuple[str, bytes, dict[str, list]]:
         """Send one command; returns (OK|NO, tagged text, untagged responses by name)."""
+        return self.finish(self.send(line), line)
+
+    def send(self, line: bytes) -> bytes:
+        """Send a command without waiting for its answer (pipelining); `finish` collects it."""
         imap = self.client._imap
-        imap.untagged_responses = {}
         tag = imap._new_tag()
         imap.send(tag + b" " + line + b"\r\n")
+        return tag
+
+    def finish(self, tag: bytes, line: bytes) -> tuple[str, bytes, dict[str, list]]:
+        imap = self.client._imap
+        imap.untagged_responses = {}
         name = line.split(b" ", 2)[1 if line.startswith(b"UID ") else 0].decode()
         try:
             typ, data = imap._command_complete(name, tag)
@@ -349,11 +357,23 @@ class Connection:
 
     def fetch(self, uids: Sequence[int] | bytes, items: bytes, modifiers: bytes = b"") -> dict[int, dict]:
         """UID FETCH; returns uid -> items (bodies under b'BODY[]')."""
+        return self.fetch_finish(self.fetch_start(uids, items, modifiers))
+
+    def fetch_start(self, uids: Sequence[int] | bytes, items: bytes, modifiers: bytes = b"") -> tuple[bytes, bytes]:
+        """Send a UID FETCH and return at once: the server prepares the next batch while we store
+        this one."""
         spec = uids if isinstance(uids, bytes) else uid_set(uids)
-        if not spec:
-            return {}
         line = b"UID FETCH " + spec + b" (" + items + b")" + ((b" (" + modifiers + b")") if modifiers else b"")
-        data = self._check(line).get("FETCH", [])
+        return (self.send(line) if spec else b""), line
+
+    def fetch_finish(self, pending: tuple[bytes, bytes]) -> dict[int, dict]:
+        tag, line = pending
+        if not tag:
+            return {}
+        typ, text, untagged = self.finish(tag, line)
+        if typ != "OK":
+            raise IMAPClient.Error(f"{line[:80].decode(errors='replace')}: {typ} {text.decode(errors='replace')}")
+        data = untagged.get("FETCH", [])
         if not data:
             return {}
         return {int(uid): item for uid, item in parse_fetch_response(data, False, True).items()}
