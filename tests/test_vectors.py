@@ -140,6 +140,14 @@ def test_ensure_drops_a_stale_table_and_drop_removes_the_folder(tmp_path: Path) 
     assert store.ensure(wider) is True
     assert store.count() == 0 and store.fingerprint() == wider
     assert read_state(tmp_path)["fingerprint"]["dim"] == 16
+    # a table of an older Oaken layout (other columns) is stale too, even with the same fingerprint
+    import pyarrow as pa
+
+    store.db.drop_table("chunks")
+    store.db.create_table("chunks", schema=pa.schema([("chunk_id", pa.int64()), ("vector", pa.list_(pa.float32(), 16))],
+                                                     metadata={b"oaken.fingerprint": wider.key().encode()}))
+    store._table = None
+    assert store.ensure(wider) is True and "labels" in store.table().schema.names
     drop(tmp_path)
     assert not (tmp_path / "vectors").exists()
     with pytest.raises(VectorUnavailable) as e:
@@ -270,7 +278,7 @@ def test_embedding_pass_covers_index_db_once_then_has_nothing_to_do(indexed: con
     assert status["state"] == "ready" and status["coverage"] == 1.0 and status["rows"] == report.chunks
     again = embedding.embed_pending(cfg)
     assert (again.embedded, again.encoded, again.removed, again.pending) == (0, 0, 0, 0)
-    assert not VectorStore(config_mod.resolve_data_dir(cfg)).has_index()  # 50,000 rows by default
+    assert not VectorStore(config_mod.resolve_data_dir(cfg)).has_index()  # 10,000 rows by default
 
 
 def test_the_ann_threshold_is_a_setting(indexed: config_mod.Config) -> None:
