@@ -144,14 +144,14 @@ def tidy(text: str) -> str:
     return text
 
 
-def _decode_part(part: Message) -> tuple[str, str | None]:
+def _decode_part(part: Message, charset: str | None = None) -> tuple[str, str | None]:
     """A text part's payload as str; an unknown or wrong charset falls back without losing text."""
     payload = part.get_payload(decode=True)
     if payload is None:
         return "", None
     if not isinstance(payload, bytes):
         return str(payload), None
-    charset = part.get_content_charset() or "us-ascii"
+    charset = (charset or part.get_content_charset() or "us-ascii").lower()
     try:
         return payload.decode(charset), None
     except LookupError:
@@ -166,14 +166,27 @@ def _decode_part(part: Message) -> tuple[str, str | None]:
         return payload.decode("cp1252", "replace"), f"CharsetDecodeDefect: {charset!r} did not decode; read as cp1252"
 
 
-def _is_simple(msg: Message) -> bool:
-    """One text part, not an attachment, no MIME defect: nothing for mail-parser to add."""
-    if msg.is_multipart() or msg.defects:
-        return False
-    if msg.get_content_type() not in ("text/plain", "text/html"):
-        return False
+def _simple_text(msg: Message) -> tuple[str, str | None] | None:
+    """(content type, charset) of a message that is one text part, not an attachment, with no MIME
+    defect: nothing for mail-parser to add. None otherwise. Reads Content-Type once (the stdlib
+    parses the header again on every get_param)."""
+    if msg.defects or msg.is_multipart():
+        return None
+    params = msg.get_params() or [("text/plain", "")]
+    ctype = str(params[0][0]).lower()
+    if ctype not in ("text/plain", "text/html"):
+        return None
+    charset = None
+    for key, value in params[1:]:
+        key = str(key).lower()
+        if key == "name":
+            return None
+        if key == "charset" and isinstance(value, str):
+            charset = value.strip('"').lower() or None
     disposition = (msg.get("Content-Disposition") or "").lower()
-    return "attachment" not in disposition and "name=" not in disposition and not msg.get_param("name")
+    if "attachment" in disposition or "name=" in disposition:
+        return None
+    return ctype, charset
 
 
 # ---- parsing ---------------------------------------------------------------------------------
@@ -219,10 +232,12 @@ def _parse(raw: bytes) -> ParsedMessage:
         return _fallback(raw, "binary data, not an RFC 822 message (an Outlook .msg file?)")
     msg = email.message_from_bytes(raw, policy=compat32)
     headers = _headers(msg)
-    if _is_simple(msg):
-        text, defect = _decode_part(msg)
+    simple = _simple_text(msg)
+    if simple is not None:
+        ctype, charset = simple
+        text, defect = _decode_part(msg, charset)
         defects = [defect] if defect else []
-        if msg.get_content_type() == "text/html":
+        if ctype == "text/html":
             return _finish(headers, html_to_text(text), True, (), defects, None)
         return _finish(headers, text, False, (), defects, None)
     return _parse_mime(msg, headers)
