@@ -220,3 +220,27 @@ def test_first_sync_announces_its_total_and_advances_per_batch(imap_box: Mailbox
     imap_box.fill("INBOX", real_mail[30:31])
     sync(cfg, progress=later)
     assert (later.total, later.done) == (0, 1)  # no bar for an incremental sync: nothing to announce
+
+
+def test_fast_body_fetch_parser_agrees_with_imapclient_and_falls_back(imap_box: Mailbox, real_mail):
+    from imapclient.response_parser import parse_fetch_response
+
+    from oaken.sync.imap import _fast_fetch, connect
+
+    imap_box.fill("INBOX", real_mail[:8], flags=("\\Flagged", "$Work"))
+    conn = connect(imap_box.config().accounts["test"])
+    try:
+        conn.select("INBOX")
+        line = b"UID FETCH 1:8 (UID FLAGS INTERNALDATE BODY.PEEK[] MODSEQ)"
+        data = conn.finish(conn.send(line), line)[2]["FETCH"]
+    finally:
+        conn.close()
+    fast = _fast_fetch(data)
+    general = parse_fetch_response(data, False, True)
+    assert fast is not None and set(fast) == set(general) == set(range(1, 9))
+    for uid, item in general.items():
+        assert fast[uid][b"BODY[]"] == item[b"BODY[]"] and fast[uid][b"MODSEQ"] == item[b"MODSEQ"]
+        assert set(fast[uid][b"FLAGS"]) == set(item[b"FLAGS"])
+        assert fast[uid][b"INTERNALDATE"] == int(item[b"INTERNALDATE"].timestamp())
+    assert _fast_fetch([(data[0][0].replace(b"BODY[]", b"BODY[TEXT]"), data[0][1]), b")"]) is None
+    assert _fast_fetch([data[0], b" X-EXTRA 1)"]) is None
