@@ -46,32 +46,16 @@ def chunks(corpus: Path, n_short: int, n_long: int, n_queries: int) -> tuple[lis
     return short, long, queries
 
 
-def rate(embedder, texts: list[str], rounds: int) -> tuple[float, np.ndarray]:
-    """The best of `rounds` timings: on a shared machine the best is the least disturbed."""
-    embedder.embed_documents(texts[:8])  # warm: first call allocates
-    best, vectors = float("inf"), None
-    for _ in range(rounds):
-        t = time.perf_counter()
-        vectors = embedder.embed_documents(texts)
-        best = min(best, time.perf_counter() - t)
-    return best, vectors
+def rate(embedder, texts: list[str]) -> tuple[float, np.ndarray]:
+    t = time.perf_counter()
+    vectors = embedder.embed_documents(texts)
+    return time.perf_counter() - t, vectors
 
 
 def own_recall(queries: np.ndarray, documents: np.ndarray) -> float:
     """Share of first-sentence queries whose own chunk is among their 10 nearest."""
     top = fidelity.top_k(queries, documents)
     return float(np.mean([i in row for i, row in enumerate(top)]))
-
-
-def query_p50(embedder, queries: list[str]) -> float:
-    for q in queries[:5]:
-        embedder.embed_query(q)
-    times = []
-    for q in queries:
-        t = time.perf_counter()
-        embedder.embed_query(q)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1000
 
 
 def pipeline_setup(corpus: Path, n_messages: int, work: Path):
@@ -131,7 +115,7 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=None)
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--rounds", type=int, default=2, help="timings per figure; the best is kept")
+    ap.add_argument("--rounds", type=int, default=3, help="timing rounds (each runs every backend); best kept")
     ap.add_argument("--pipeline", type=int, default=300, metavar="MESSAGES",
                     help="also embed this many Enron messages through the embedding pass (0: skip)")
     args = ap.parse_args()
@@ -152,43 +136,67 @@ def main() -> None:
     if backends.REFERENCE in names:  # the reference first: every other row is compared with it
         names.remove(backends.REFERENCE)
     names.insert(0, backends.REFERENCE)
-    rows: dict[str, dict[str, float]] = {}
-    ref: dict[str, np.ndarray] = {}
-    for name in names:
+    embedders: dict = {}
+    checks: dict = {}
+    for name in names:  # load and check each (first run: export) before any timing
         missing = backends.installed(name)
         if missing:
             print(f"{name}: skipped, {missing}")
             continue
         t = time.perf_counter()
-        embedder = backends.BACKENDS[name].load(data_dir, args.threads, 64)
+        embedders[name] = backends.BACKENDS[name].load(data_dir, args.threads, 64)
         load_s = time.perf_counter() - t
         t = time.perf_counter()
-        check = backends.check(name, embedder, data_dir, threads=args.threads)
-        check_s = time.perf_counter() - t
-        s_sec, s_vec = rate(embedder, short, args.rounds)
-        l_sec, l_vec = rate(embedder, long, args.rounds)
-        q_vec = embedder.embed_documents(queries)
-        p50 = query_p50(embedder, queries)
-        if name == backends.REFERENCE:
-            ref = {"short": s_vec, "long": l_vec, "queries": q_vec}
-        cos = np.concatenate([np.sum(s_vec * ref["short"], 1), np.sum(l_vec * ref["long"], 1)])
-        ov = fidelity.overlap(q_vec, l_vec, fidelity.Vectors(ref["long"], ref["queries"]))
-        rows[name] = {"short_cps": len(short) / s_sec, "long_cps": len(long) / l_sec,
-                      "tps": (short_tokens + long_tokens) / (s_sec + l_sec), "p50": p50,
-                      "cos_mean": float(cos.mean()), "cos_min": float(cos.min()), "overlap": ov,
-                      "recall": own_recall(q_vec, l_vec),
-                      "check_overlap": check.overlap, "passed": check.passed, "load_s": load_s, "check_s": check_s}
-        r = rows[name]
-        print(f"{name:14s} load+export {load_s:5.1f}s check {check_s:5.1f}s | short {r['short_cps']:6.0f} ch/s "
-              f"long {r['long_cps']:5.1f} ch/s {r['tps']:7.0f} tok/s | query p50 {p50:5.1f} ms | "
-              f"cos {r['cos_mean']:.4f}/{r['cos_min']:.4f} top10 {ov:.3f} recall@10 {r['recall']:.3f} | sample check "
-              f"{check.describe()} {'PASS' if check.passed else 'FAIL: ' + check.reason}", flush=True)
-        if pipe is not None:
-            raw_s, pipe_s, written = pipeline_rate(pipe[0], pipe[1], embedder)
+        checks[name] = backends.check(name, embedders[name], data_dir, threads=args.threads)
+        c = checks[name]
+        print(f"{name:14s} load (+export) {load_s:5.1f} s, check {time.perf_counter() - t:5.1f} s: {c.describe()} "
+              f"{'PASS' if c.passed else 'FAIL: ' + c.reason}", flush=True)
+
+    # Timed in rounds, every backend once per round, best of the rounds: on a shared machine each
+    # backend then meets the same disturbances, so the ratios hold even when the figures drift.
+    best: dict[str, list[float]] = {n: [float("inf"), float("inf")] for n in embedders}
+    vecs: dict[str, list[np.ndarray]] = {}
+    for e in embedders.values():
+        e.embed_documents(short[:8])
+    for _ in range(args.rounds):
+        for name, e in embedders.items():
+            for i, texts in enumerate((short, long)):
+                seconds, v = rate(e, texts)
+                best[name][i] = min(best[name][i], seconds)
+                vecs.setdefault(name, [None, None])[i] = v
+    times: dict[str, list[float]] = {n: [] for n in embedders}
+    for q in queries[:5] + queries:
+        for name, e in embedders.items():
+            t = time.perf_counter()
+            e.embed_query(q)
+            times[name].append(time.perf_counter() - t)
+
+    rows: dict[str, dict[str, float]] = {}
+    ref_short, ref_long = vecs[backends.REFERENCE]
+    ref_q = embedders[backends.REFERENCE].embed_documents(queries)
+    print(f"\n{'backend':14s} {'short ch/s':>10s} {'long ch/s':>9s} {'tok/s':>7s} {'q p50 ms':>8s} "
+          f"{'cos mean':>8s} {'cos min':>8s} {'top10':>6s} {'rec@10':>6s}")
+    for name, e in embedders.items():
+        s_vec, l_vec = vecs[name]
+        q_vec = e.embed_documents(queries)
+        cos = np.concatenate([np.sum(s_vec * ref_short, 1), np.sum(l_vec * ref_long, 1)])
+        s_sec, l_sec = best[name]
+        rows[name] = r = {"short_cps": len(short) / s_sec, "long_cps": len(long) / l_sec,
+                          "tps": (short_tokens + long_tokens) / (s_sec + l_sec),
+                          "p50": statistics.median(times[name][5:]) * 1000,
+                          "cos_mean": float(cos.mean()), "cos_min": float(cos.min()),
+                          "overlap": fidelity.overlap(q_vec, l_vec, fidelity.Vectors(ref_long, ref_q)),
+                          "recall": own_recall(q_vec, l_vec)}
+        print(f"{name:14s} {r['short_cps']:10.0f} {r['long_cps']:9.1f} {r['tps']:7.0f} {r['p50']:8.1f} "
+              f"{r['cos_mean']:8.4f} {r['cos_min']:8.4f} {r['overlap']:6.3f} {r['recall']:6.3f}", flush=True)
+    if pipe is not None:
+        print()
+        for name, e in embedders.items():
+            r = rows[name]
+            raw_s, pipe_s, written = pipeline_rate(pipe[0], pipe[1], e)
             r["raw_pipe_cps"], r["pipe_cps"] = len(pipe[1]) / raw_s, len(pipe[1]) / pipe_s
-            print(f"{'':14s} pipeline {r['pipe_cps']:6.1f} ch/s against raw {r['raw_pipe_cps']:6.1f} ch/s "
+            print(f"{name:14s} pipeline {r['pipe_cps']:6.1f} ch/s against raw {r['raw_pipe_cps']:6.1f} ch/s "
                   f"({r['pipe_cps'] / r['raw_pipe_cps']:.2f}), {written} rows written", flush=True)
-        del embedder
 
     base = rows.get(backends.REFERENCE)
     if base:
