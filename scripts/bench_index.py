@@ -11,6 +11,13 @@ shared machine's load shows in wall time only. Oaken's figure is `oaken import` 
 go; the index step alone is printed too. Ratios are against mu and notmuch measured here.
 
     .venv/bin/python scripts/bench_index.py [--corpus DIR] [--rounds N] [--json]
+
+Measured 2026-11-29 on the 2-core project machine under load average 5-8 (three runs, medians of
+3 rounds; ranges over the runs): mu 1.8 543-1,077 msg/s, 4.3-5.2 CPU s, 177 MB; notmuch 0.37
+409-652 msg/s, 6.5-7.5 CPU s, 222 MB; oaken import + reindex 631-1,004 msg/s, 4.9-5.0 CPU s,
+117-125 MB (0.93-1.30x mu by wall, 0.87-1.04x per CPU s); oaken reindex alone 1,120-1,626 msg/s,
+3.1-3.2 CPU s (1.51-2.37x mu by wall, 1.35-1.65x per CPU s); no-change runs: mu 0.54-0.57 s,
+notmuch 0.04-0.06 s, oaken import + reindex 1.7-2.9 s, reindex alone 0.20-0.42 s.
 """
 
 from __future__ import annotations
