@@ -3,9 +3,10 @@
 Never raises on what a person types or passes: unreadable values are warnings, a missing or
 damaged index.db is a degraded response. One account at a time (DESIGN.md "Precise rules").
 
-The vector side plugs in at `_vector_side`: it returns a `RetrieverResult` (or a degraded
-reason) and `_fuse` already fuses any number of lists with `rrf_fuse`. Nothing on the keyword
-path imports torch, sentence-transformers or LanceDB.
+Both retrievers run at once (the vector side in a thread: oaken.search.vector_side), each list
+filtered, collapsed to messages and ranked before `_fuse` fuses them with `rrf_fuse`. When the
+meaning side cannot answer, the keyword list comes back with DESIGN.md's degraded code. Nothing
+on the keyword path imports torch, sentence-transformers or LanceDB.
 """
 
 from __future__ import annotations
@@ -33,26 +34,42 @@ SORTS = ("relevance", "date")
 MAX_LIMIT = 1000
 
 
-@dataclass(frozen=True)
-class _VectorSide:
-    """What the meaning side can do for this search: a result, or why not."""
-
-    result: RetrieverResult | None
-    reason: str | None  # a degraded reason code; None when off by choice or when it answered
-    coverage: float | None
+RETRIEVERS = ("keyword", "vector")
 
 
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
 
-def _vector_side(cfg: Config, data_dir: Path) -> _VectorSide:
-    """The vector retriever's place. Until it is wired in, a configured model reports the vector
-    store as missing (DESIGN.md's `no_vector_store`); `model = "none"` is keyword mode by choice.
-    The check is a path test, so a keyword search imports nothing heavy."""
+def _vector_precheck(cfg: Config, data_dir: Path, use: tuple[str, ...]) -> tuple[bool, str | None]:
+    """(ask the vector side, else the degraded reason). `model = "none"` is keyword mode by choice;
+    a missing vectors/ is found by a path test, so such a search loads no model and no LanceDB."""
+    if cfg.embedder.model == "none" or "vector" not in use:
+        return False, None
+    from oaken.index.vectors import vectors_path
+
+    if not vectors_path(data_dir).is_dir():
+        return False, "no_vector_store"
+    return True, None
+
+
+def _coverage(cfg: Config) -> float | None:
     if cfg.embedder.model == "none":
-        return _VectorSide(None, None, None)
-    return _VectorSide(None, "no_vector_store", 0.0)
+        return None
+    from oaken.index.coverage import vector_coverage
+
+    try:
+        return vector_coverage(cfg)
+    except Exception:  # noqa: BLE001 - a figure for the response; never a reason to fail a search
+        return None
+
+
+def _retrievers(asked: Any, warnings: list[str]) -> tuple[str, ...]:
+    names = (asked,) if isinstance(asked, str) else tuple(asked) if isinstance(asked, (tuple, list)) else None
+    if not names or any(n not in RETRIEVERS for n in names):
+        warnings.append(f"retrievers={asked!r}: expected keyword, vector or both; using both")
+        return RETRIEVERS
+    return tuple(dict.fromkeys(names))
 
 
 def _check_paging(limit: Any, offset: Any, sort: Any, warnings: list[str]) -> tuple[int, int, str]:
@@ -96,15 +113,15 @@ def _account(store: Store, cfg: Config, asked: Any, warnings: list[str]) -> str 
 class _Response:
     """Collects warnings and timings while a search runs, and makes the response at any exit."""
 
-    def __init__(self, cfg: Config, explain: bool, vector: _VectorSide):
+    def __init__(self, cfg: Config, explain: bool):
         self.started = time.perf_counter()
         self.cfg = cfg
         self.explain = explain
         self.warnings: list[str] = []
         self.timings: dict[str, float] = {}
         self.parsed: query_mod.ParsedQuery | None = None
-        self.fields: dict[str, Any] = dict(mode="keyword", degraded=vector.reason is not None,
-                                           degraded_reason=vector.reason, vector_coverage=vector.coverage)
+        self.fields: dict[str, Any] = dict(mode="keyword", degraded=False, degraded_reason=None,
+                                           vector_coverage=_coverage(cfg))
 
     def __call__(self, hits: tuple[Hit, ...] = (), *, low_confidence: bool = False,
                  traces: tuple[RetrieverTrace, ...] = (), weights: dict[str, float] | None = None,
@@ -116,18 +133,25 @@ class _Response:
         return SearchResponse(hits=hits, low_confidence=low_confidence, warnings=tuple(dict.fromkeys(self.warnings)),
                               timings=self.timings, explain=info, **{**self.fields, **fields})
 
+    def degrade(self, reason: str) -> None:
+        if not self.fields["degraded"]:
+            self.fields.update(degraded=True, degraded_reason=reason)
+
 
 def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | None = None,
            thread: int | None = None, sender: str | None = None, after: Any = None, before: Any = None,
            labels: Sequence[str] | str | None = None, disposition: Sequence[str] | str | None = None,
            unread: bool | None = None, categories: Sequence[str] | str | None = None,
            min_priority: int | None = None, sort: str = "relevance", explain: bool = False,
-           config: Config | None = None) -> SearchResponse:
-    """Search one account's mail. See DESIGN.md "Query language" and "A hit and a response"."""
+           retrievers: Sequence[str] = RETRIEVERS, config: Config | None = None) -> SearchResponse:
+    """Search one account's mail. See DESIGN.md "Query language" and "A hit and a response".
+
+    `retrievers`: ("keyword",), ("vector",) or both (the default); the eval scores each alone
+    through this same path. Asking for one is a choice, not a degraded search."""
     cfg = config if config is not None else config_mod.load()
     data_dir = config_mod.resolve_data_dir(cfg)
-    vector = _vector_side(cfg, data_dir)
-    respond = _Response(cfg, explain, vector)
+    respond = _Response(cfg, explain)
+    use = _retrievers(retrievers, respond.warnings)
 
     t = time.perf_counter()
     parsed = respond.parsed = query_mod.parse(query, categories=cfg.triage.categories)
@@ -144,6 +168,13 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
         return respond()
     fields = filters.Fields(thread=thread, sender=sender, after=after, before=before, labels=labels,
                             disposition=disposition, unread=unread, categories=categories, min_priority=min_priority)
+    ask_vector, reason = _vector_precheck(cfg, data_dir, use) if plan is not None else (False, None)
+    if reason:
+        respond.degrade(reason)
+        respond.warnings.append(f"{data_dir / 'vectors'}: no vector store yet; `oaken reindex` or the daemon "
+                                "builds it; keyword results only")
+    if plan is not None and use == ("vector",) and cfg.embedder.model == "none":
+        respond.warnings.append('retrievers=("vector",) but [embedder] model = "none": no retriever to ask')
     try:
         with Store(raw_path, readonly=True) as store:
             name = respond.fields["account"] = _account(store, cfg, account, respond.warnings)
@@ -157,27 +188,92 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
             # date order reaches over every match the search may widen to, not the best few
             want = max(offset + limit, cfg.search.max_candidates if plan and sort == "date" else 0)
 
-            t = time.perf_counter()
-            kw, unavailable = _keyword_side(store, data_dir, cfg, plan, cons, want, respond.warnings)
-            respond.timings["keyword"] = _ms(t)
-            # The vector retriever plugs in here: asked beside the keyword side, filtered through
-            # cons.admit (phrases and exclusions bind both sides), its list fused with the keyword list.
-            lists = [lst for lst in (kw, vector.result) if lst is not None]
+            job = None
+            if ask_vector:  # both retrievers at once: the vector side in its own thread
+                from oaken.search import vector_side
+
+                job = vector_side.VectorJob(cfg, data_dir, raw_path, parsed, cons, offset + limit)
+            kw, unavailable = None, False
+            if plan is None or "keyword" in use:
+                t = time.perf_counter()
+                kw, unavailable = _keyword_side(store, data_dir, cfg, plan, cons, want, respond.warnings)
+                respond.timings["keyword"] = _ms(t)
+            vec, best_cosine, best_chunks = _vector_list(job, respond)
+            lists = [lst for lst in (kw, vec) if lst is not None]
             if unavailable:
-                return respond(mode="vector" if vector.result else "keyword", degraded=True,
-                               degraded_reason="keyword_index_unavailable")
+                respond.fields["degraded"] = False
+                respond.degrade("keyword_index_unavailable")
+            mode = "hybrid" if kw and vec else "vector" if vec else "keyword"
+            if not lists:
+                return respond(mode=mode)
             weights = _weights(cfg, parsed, lists)
             fused = _fuse(lists, weights, cfg.search.rrf_k) if plan is not None else None
 
             t = time.perf_counter()
             hits = _hits(store, lists, fused, sort=sort, offset=offset, limit=limit)
+            if vec is not None and plan is not None:
+                hits = _meaning_snippets(hits, best_chunks, data_dir, cfg, parsed)
             respond.timings["fetch"] = _ms(t)
     except apsw.Error as e:  # raw.db, the source of truth, is damaged: a failure, not a degraded search
         raise StoreError(f"{raw_path}: cannot be read ({e}); restore it from a backup, or sync again into a "
                          "new data directory") from None
-    strong = any(r.strong for lst in lists for r in lst.ranked)
-    return respond(hits, low_confidence=plan is not None and not strong,
+    return respond(hits, mode=mode, low_confidence=_low_confidence(cfg, plan, kw, vec, best_cosine),
                    traces=tuple(lst.trace for lst in lists), weights=weights)
+
+
+def _vector_list(job: Any, respond: _Response) -> tuple[RetrieverResult | None, float | None, dict[int, int]]:
+    """Wait for the vector side: (its list, or None when it could not answer; the best cosine;
+    each message's best chunk)."""
+    if job is None:
+        return None, None, {}
+    from oaken.search import vector_side
+
+    result, warning = job.wait()
+    respond.timings["vector"] = job.ms
+    respond.timings.update({f"vector_{k}": v for k, v in result.timings.items()})
+    respond.warnings.extend(result.warnings)
+    if warning:
+        respond.warnings.append(warning)
+    if result.degraded_reason:
+        respond.degrade(result.degraded_reason)
+        return None, None, {}
+    if result.state != "ok":
+        return None, None, {}
+    return vector_side.as_list(result, job.ms), result.best_cosine, vector_side.best_chunks(result)
+
+
+def _low_confidence(cfg: Config, plan: matching.MatchPlan | None, kw: RetrieverResult | None,
+                    vec: RetrieverResult | None, best_cosine: float | None) -> bool:
+    """No strong match: no keyword hit holds every word, and (when meaning answered) the best cosine
+    is under the model's `[search] low_confidence_cosine`."""
+    if plan is None:
+        return False
+    if kw is not None and any(r.strong for r in kw.ranked):
+        return False
+    if vec is None:
+        return True
+    from oaken.search.vector_retriever import low_cosine
+
+    return low_cosine(cfg, best_cosine)
+
+
+def _meaning_snippets(hits: tuple[Hit, ...], best_chunks: dict[int, int], data_dir: Path, cfg: Config,
+                      parsed: query_mod.ParsedQuery) -> tuple[Hit, ...]:
+    """Hits found by meaning alone get the best-matching sentences of their best chunk."""
+    from dataclasses import replace
+
+    from oaken.search import vector_side
+
+    bare = {h.id for h in hits if not h.snippet and h.why and h.why[0].retriever == "vector"}
+    if not bare:
+        return hits
+    chunks = {m: c for m, c in best_chunks.items() if m in bare}
+    try:
+        with KeywordIndex(data_dir, cfg.index) as index:
+            found = vector_side.snippets(index, chunks, [t.text for c in parsed.clauses for t in c])
+    except IndexUnavailable:
+        return hits
+    return tuple(replace(h, snippet=found.get(h.id, "")) if h.id in bare else h for h in hits)
 
 
 def _keyword_side(store: Store, data_dir: Path, cfg: Config, plan: matching.MatchPlan | None,
