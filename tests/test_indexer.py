@@ -155,3 +155,14 @@ def test_index_of_another_schema_version_is_rebuilt(indexed: Config) -> None:
     report = indexer.update(indexed, keyword_only=True)
     assert report.rebuilt and report.indexed == 14
     assert keyword.status(data_dir)["state"] == "ok"
+
+
+def test_reindex_runs_the_vector_pass_after_the_keyword_pass(mailbox: Config) -> None:
+    cfg = config_mod.from_dict({"embedder": {"model": "concept"}})
+    report = indexer.reindex(cfg, keyword_only=False)
+    assert report.indexed == 14
+    assert report.vectors is not None and report.vectors["embedded"] > 0
+    with open_index(cfg) as idx:
+        assert report.vectors["chunks"] == len(idx.chunk_ids("body"))
+    keyword_only = indexer.update(cfg, keyword_only=True)
+    assert keyword_only.vectors is None
