@@ -400,10 +400,11 @@ class Store:
 
     def add_message(self, account_id: int, raw: bytes, *, folder_id: int, uidvalidity: int | None = None,
                     uid: int | None = None, flags: Iterable[str | bytes] = (), internaldate: int | None = None,
-                    source: str | None = None, modseq: int | None = None) -> AddResult:
-        """Store a message once per (Message-ID, content) and record one more place it lives."""
-        digest = envelope.content_hash(raw)
-        env = envelope.read(raw)
+                    source: str | None = None, modseq: int | None = None,
+                    read: tuple[str, envelope.Envelope] | None = None) -> AddResult:
+        """Store a message once per (Message-ID, content) and record one more place it lives.
+        `read`: (content hash, envelope) already computed from `raw`, e.g. by sync in a worker process."""
+        digest, env = read if read is not None else (envelope.content_hash(raw), envelope.read(raw))
         row = self.db.execute(
             "SELECT id FROM messages WHERE account_id = ? AND coalesce(message_id, '') = ? AND content_hash = ?",
             (account_id, env.message_id or "", digest),
@@ -798,6 +799,12 @@ class Store:
         """Messages stored with a parse problem: (id, subject, problem)."""
         return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
             "SELECT id, subject, problem FROM messages WHERE problem IS NOT NULL ORDER BY id LIMIT ?", (limit,))]
+
+    def local_sources(self, account_id: int) -> dict[str, int | None]:
+        """Files an import already stored (path -> mtime), so a re-import need not read them again."""
+        return {r[0]: r[1] for r in self.db.execute(
+            "SELECT l.source, l.internaldate FROM locations l JOIN folders f ON f.id = l.folder_id "
+            "WHERE f.account_id = ? AND l.uid IS NULL AND l.source IS NOT NULL", (account_id,))}
 
     # ---- sync: matching messages again without downloading them ---------------------------------
 

@@ -8,8 +8,12 @@ so a change made while we fetch is seen again next time rather than missed.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 import threading
 import time
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -198,23 +202,43 @@ class FolderSync:
         if not uids:
             return
         batches = [uids[i:i + self.batch_size] for i in range(0, len(uids), self.batch_size)]
+        pool = _reader_pool() if len(batches) > 1 else None
+        try:
+            self._download_batches(sel, batches, items, pool, advance_state=advance_state, start=start)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+
+    def _download_batches(self, sel: Selected, batches: list[list[int]], items: bytes, pool: Executor | None, *,
+                          advance_state: bool, start: int) -> None:
+        """Three stages overlap: the server reads batch n+1 off disk, a worker process reads the
+        headers of batch n, and this process stores batch n-1."""
         pending = self.conn.fetch_start(batches[0], items)
+        waiting: tuple[list[int], dict[int, dict], Future | None] | None = None
         for n, batch in enumerate(batches):
             fetched = self.conn.fetch_finish(pending)
             last = n + 1 == len(batches)
-            if not last:  # pipelined: the server reads the next batch off disk while we store this one
+            if not last:  # pipelined: the server prepares the next batch while we store this one
                 pending = self.conn.fetch_start(batches[n + 1], items)
-            self._store_batch(sel, batch, fetched, last=last, advance_state=advance_state, start=start)
-            if not last and self.stop is not None and self.stop.is_set():
-                self.conn.fetch_finish(pending)  # drain the answer already on its way
-                self.complete = False
-                return
+            bodies = [bytes(fetched[u][b"BODY[]"]) for u in sorted(fetched) if fetched[u].get(b"BODY[]") is not None]
+            future = pool.submit(_read_all, bodies) if pool is not None else None
+            if waiting is not None:
+                self._store_batch(sel, *waiting, last=False, advance_state=advance_state, start=start)
+                if self.stop is not None and self.stop.is_set():
+                    if not last:
+                        self.conn.fetch_finish(pending)  # drain the answer already on its way
+                    self.complete = False
+                    return
+            waiting = (batch, fetched, future)
+        assert waiting is not None
+        self._store_batch(sel, *waiting, last=True, advance_state=advance_state, start=start)
 
-    def _store_batch(self, sel: Selected, batch: list[int], fetched: dict[int, dict], *, last: bool,
-                     advance_state: bool, start: int) -> None:
+    def _store_batch(self, sel: Selected, batch: list[int], fetched: dict[int, dict], future: Future | None, *,
+                     last: bool, advance_state: bool, start: int) -> None:
         """One transaction: the batch's messages and the folder state that accounts for them."""
         f = self.folder
         overlay = self._pending_overlay(sel.uidvalidity)
+        read = iter(future.result()) if future is not None else None
         added = 0
         with self.store.transaction():
             for n, uid in enumerate(sorted(fetched)):
@@ -226,7 +250,7 @@ class FolderSync:
                 result = self.store.add_message(
                     self.account_id, bytes(raw), folder_id=f.id, uidvalidity=sel.uidvalidity, uid=uid,
                     flags=flags, internaldate=internaldate(item.get(b"INTERNALDATE")),
-                    modseq=modseq_of(item), source=f"imap:{f.name}")
+                    modseq=modseq_of(item), source=f"imap:{f.name}", read=next(read) if read else None)
                 added += int(result.new_location)
                 self.counts["bytes"] += len(raw)
                 if n == len(fetched) // 2:
@@ -286,6 +310,33 @@ class FolderSync:
             self.store.set_folder_state(f.id, uidvalidity=uv, uidnext=sel.uidnext,
                                         highestmodseq=sel.highestmodseq, exists_count=sel.exists)
         return sel.uidnext
+
+
+def _read_all(bodies: list[bytes]) -> list[tuple[str, envelope.Envelope]]:
+    """In a worker process: the content hash and headers the store needs, for a whole batch."""
+    return [(envelope.content_hash(b), envelope.read(b)) for b in bodies]
+
+
+def _die_with_parent() -> None:
+    """A worker must not outlive a `kill -9` of sync (it would hold the caller's pipes open)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(0)
+
+
+def _reader_pool() -> Executor | None:
+    """One worker process for header reading (the costliest part of storing mail); None where
+    processes cannot be made, and the batch is read here instead."""
+    try:
+        return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_die_with_parent)
+    except (OSError, ValueError):
+        return None
 
 
 def _with_pending(flags: Sequence[str], pending: Sequence[tuple[str, str]]) -> tuple[str, ...]:
