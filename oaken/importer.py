@@ -38,6 +38,7 @@ class ImportReport:
     seen: int = 0
     added: int = 0  # messages new to raw.db
     new_locations: int = 0  # already stored, now also known in this folder
+    unchanged: int = 0  # files an earlier import stored, with the same mtime: not read again
     flagged: int = 0  # stored, but with a parse problem
     skipped: list[str] = field(default_factory=list)  # files that are not mail, with the reason
     folders: dict[str, int] = field(default_factory=dict)
@@ -162,6 +163,9 @@ def import_paths(store: Store, account: str, paths: list[Path], *, batch_size: i
     logger = log.get("oaken.import")
     report = ImportReport()
     account_id = store.ensure_account(account)
+    # A Maildir file never changes under its name (a flag change renames it), so a file stored
+    # before with the same mtime is skipped unread: a no-change import reads no mail.
+    known = store.local_sources(account_id)
     folder_ids: dict[str, int] = {}
     pending: list[Item] = []
 
@@ -195,6 +199,9 @@ def import_paths(store: Store, account: str, paths: list[Path], *, batch_size: i
     for path in paths:
         for item in discover(Path(path), report):
             report.seen += 1
+            if item.mtime is not None and known.get(item.source, -1) == item.mtime:
+                report.unchanged += 1
+                continue
             pending.append(item)
             if len(pending) >= batch_size:
                 flush()

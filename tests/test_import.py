@@ -25,6 +25,7 @@ def test_maildir_tree_imported_once_with_folders_as_labels(oaken_home: Path) -> 
     assert report.seen == 53 and report.added == 52 and report.new_locations == 1
     again = api.import_mail([DATA / "notmuch-default"], config=Config())
     assert again.added == 0 and again.new_locations == 0
+    assert again.unchanged == 53  # nothing changed on disk: no file was read again
     with open_store(oaken_home) as store:
         assert store.message_count() == 52
         folders = {f.name for f in store.folders(store.account_id("local"))}
