@@ -276,14 +276,26 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from oaken.search import engine
-
     # not _config(): a search logs nothing, and structlog's import would double a cold call's time
     cfg = config_mod.load(args.config) if args.config else config_mod.load()
     if args.limit < 0 or args.offset < 0:
         raise UsageError("oaken search: --limit and --offset take a number of 0 or more")
-    response = engine.search(" ".join(args.query), limit=args.limit, offset=args.offset, account=args.account,
-                             thread=args.thread, sort=args.sort, explain=args.explain, config=cfg)
+    query = " ".join(args.query)
+    params = dict(limit=args.limit, offset=args.offset, account=args.account, thread=args.thread, sort=args.sort,
+                  explain=args.explain)
+    response: Any = None
+    if not args.no_daemon:  # a warm daemon answers; its JSON is printed as it came (client.View)
+        from oaken.search import client
+
+        answer = client.ask_raw(cfg, query, params)
+        response = None if answer is None else client.View(answer)
+    if response is None:
+        from oaken.search import engine
+
+        if cfg.embedder.model != "none" and not args.no_daemon:
+            print("oaken: no search daemon is running, so this process loads the model itself; "
+                  "`oaken sync --daemon` keeps it loaded and answers faster", file=sys.stderr)
+        response = engine.search(query, config=cfg, **params)
     for warning in response.warnings:
         print(f"oaken: warning: {warning}", file=sys.stderr)
     if response.degraded:

@@ -7,8 +7,6 @@ because a setting silently ignored is worse than one refused.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import ipaddress
 import os
 import stat
 import tomllib
@@ -241,6 +239,8 @@ def from_dict(data: Mapping[str, Any], source: str = "<config>") -> Config:
 def _check_keys(source: str, where: str, data: Mapping[str, Any], known: tuple[str, ...]) -> None:
     for key in data:
         if key not in known:
+            import difflib  # only to word an error: not imported by every command
+
             near = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
             hint = f"; did you mean {near[0]!r}?" if near else f"; known keys: {', '.join(known)}"
             prefix = f"{where} " if where else ""
@@ -308,6 +308,8 @@ def _convert(source: str, key: str, value: Any, typ: Any) -> Any:
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
+    import ipaddress  # only for an account without TLS: not imported by every command
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:

@@ -126,10 +126,21 @@ class IndexWorker:
         self.thread.join(timeout)
 
 
-def _start_search_server(config: Config, stop_event: threading.Event) -> None:
-    """Hook for the search socket server (keeps the embedder loaded for `oaken search`).
-    Nothing is started here yet."""
-    return None
+def _start_search_server(config: Config, stop_event: threading.Event) -> Any:
+    """Answer `oaken search` on the data directory's socket until `stop_event` is set, with the
+    embedder loaded in the background (a search before that waits for it, outside its timeout).
+    A socket that cannot be opened is logged: sync goes on, searches run in their own process."""
+    from oaken.search.server import SearchServer
+
+    try:
+        server = SearchServer(config, stop_event).start()
+    except OSError as e:
+        log.get("oaken.daemon").error("search socket not started; `oaken search` will search in its own process",
+                                      error=f"{type(e).__name__}: {e}")
+        return None
+    threading.Thread(target=server.warm, name="oaken-search-warm", daemon=True).start()
+    log.get("oaken.daemon").info("search socket listening", path=str(server.path))
+    return server
 
 
 class Daemon:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import shutil
+from typing import TYPE_CHECKING
 
-from oaken.search.types import Hit, SearchResponse
+if TYPE_CHECKING:  # a response from the daemon is rendered from its JSON (client.View): no dataclasses needed
+    from oaken.search.types import Hit, SearchResponse
 
 _MARKED = re.compile(r"\[\[(.*?)\]\]", re.S)
 _BOLD, _RESET, _DIM = "\x1b[1m", "\x1b[0m", "\x1b[2m"

@@ -12,22 +12,15 @@ import os
 import socket
 import threading
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, Callable
 
 from oaken import config as config_mod
 from oaken.config import Config
+from oaken.search.client import PARAMS, SOCKET_NAME, ask_raw, socket_path  # noqa: F401 - socket_path, SOCKET_NAME: re-exported
+from oaken.search.client import encode as _encode
 from oaken.search.types import Explain, Hit, MatchedChunk, RetrieverTrace, SearchResponse, Why
 
-SOCKET_NAME = "search.sock"
-# What a client may pass: the keyword arguments of engine.search, nothing else.
-PARAMS = ("limit", "offset", "account", "thread", "sender", "after", "before", "labels", "disposition", "unread",
-          "categories", "min_priority", "sort", "explain")
 MAX_REQUEST = 1 << 20
-
-
-def socket_path(config: Config) -> Path:
-    return config_mod.resolve_data_dir(config) / SOCKET_NAME
 
 
 def response_from_dict(data: dict[str, Any]) -> SearchResponse:
@@ -44,10 +37,6 @@ def response_from_dict(data: dict[str, Any]) -> SearchResponse:
                           retrievers=tuple(RetrieverTrace(**r) for r in explain["retrievers"]),
                           rrf_k=explain["rrf_k"], weights=explain["weights"])
     return SearchResponse(**{**data, "hits": hits, "warnings": tuple(data["warnings"]), "explain": explain})
-
-
-def _encode(obj: Any) -> bytes:
-    return (json.dumps(obj, ensure_ascii=False, default=list) + "\n").encode()
 
 
 class SearchServer:
@@ -135,21 +124,5 @@ class SearchServer:
 
 def ask(config: Config, query: str, params: dict[str, Any], timeout: float = 60.0) -> SearchResponse | None:
     """The daemon's answer, or None when no daemon answers (then search in this process)."""
-    path = socket_path(config)
-    if not path.exists():
-        return None
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(timeout)
-            sock.connect(str(path))
-            sock.sendall(_encode({"query": query, "params": {k: v for k, v in params.items() if k in PARAMS}}))
-            data = sock.makefile("rb").readline()
-    except OSError:
-        return None
-    try:
-        answer = json.loads(data)
-    except ValueError:
-        return None
-    if not isinstance(answer, dict) or "error" in answer:
-        return None
-    return response_from_dict(answer)
+    answer = ask_raw(config, query, params, timeout)
+    return None if answer is None else response_from_dict(answer)

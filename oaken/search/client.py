@@ -1,0 +1,69 @@
+"""The client half of the daemon's search socket, kept light on purpose: json and socket only.
+
+A cold `oaken search` that a warm daemon answers should cost little more than starting Python,
+so this path builds no typed response: it reads the JSON answer and `View` lets the table
+renderer read it like a `SearchResponse`. `oaken.search.server` speaks the server half.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from oaken import config as config_mod
+from oaken.config import Config
+
+SOCKET_NAME = "search.sock"
+# What a client may pass: the keyword arguments of engine.search, nothing else.
+PARAMS = ("limit", "offset", "account", "thread", "sender", "after", "before", "labels", "disposition", "unread",
+          "categories", "min_priority", "sort", "explain")
+
+
+def socket_path(config: Config) -> Path:
+    return config_mod.resolve_data_dir(config) / SOCKET_NAME
+
+
+def encode(obj: Any) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, default=list) + "\n").encode()
+
+
+def ask_raw(config: Config, query: str, params: dict[str, Any], timeout: float = 60.0) -> dict[str, Any] | None:
+    """The daemon's answer as the response's JSON dict, or None when no daemon answers."""
+    path = socket_path(config)
+    if not path.exists():
+        return None
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(str(path))
+            sock.sendall(encode({"query": query, "params": {k: v for k, v in params.items() if k in PARAMS}}))
+            data = sock.makefile("rb").readline()
+    except OSError:
+        return None
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or "error" in answer:
+        return None
+    return answer
+
+
+class View(dict):
+    """A response's JSON read with attribute access (`view.hits[0].why[0].rank`), as render does."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return _wrap(self[name])
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, dict):
+        return View(value)
+    if isinstance(value, list):
+        return tuple(_wrap(v) for v in value)
+    return value
