@@ -8,14 +8,15 @@ so a change made while we fetch is seen again next time rather than missed.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import threading
 import time
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
+
+if TYPE_CHECKING:  # imported when a download needs them: a sync with nothing new must start fast
+    from concurrent.futures import Executor, Future
 
 from oaken import crashpoints, envelope, log
 from oaken.store import Folder, Store
@@ -332,6 +333,9 @@ def _die_with_parent() -> None:
 def _reader_pool() -> Executor | None:
     """One worker process for header reading (the costliest part of storing mail); None where
     processes cannot be made, and the batch is read here instead."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     try:
         return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
                                    initializer=_die_with_parent)
