@@ -239,7 +239,12 @@ class FolderSync:
         """One transaction: the batch's messages and the folder state that accounts for them."""
         f = self.folder
         overlay = self._pending_overlay(sel.uidvalidity)
-        read = iter(future.result()) if future is not None else None
+        read = None
+        if future is not None:
+            try:
+                read = iter(future.result())
+            except Exception as e:  # noqa: BLE001 - a broken worker costs speed, never mail
+                self.log.warning("header worker failed; reading here", error=f"{type(e).__name__}: {e}")
         added = 0
         with self.store.transaction():
             for n, uid in enumerate(sorted(fetched)):
