@@ -144,6 +144,8 @@ class Dovecot:
     oauth2_url: str | None = None
     users: dict[str, str] = field(default_factory=dict)
     pid: int | None = None
+    owner_pid: int | None = None  # when this process dies, so does the server (a killed test run)
+    _watchdog: subprocess.Popen | None = None
 
     @property
     def conf(self) -> Path:
@@ -169,6 +171,8 @@ class Dovecot:
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._wait_listening()
         self.pid = int((self.dir / "run" / "master.pid").read_text().strip())
+        if self.owner_pid and self._watchdog is None:
+            self._watchdog = _watch(self.owner_pid, self.dir)
         return self
 
     def _write_config(self) -> None:
@@ -277,6 +281,10 @@ class Dovecot:
             self.pid = None
         if remove and self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
+            if self._watchdog is not None:
+                self._watchdog.kill()
+                self._watchdog.wait()
+                self._watchdog = None
 
     def restart(self) -> None:
         self.stop()
@@ -285,6 +293,15 @@ class Dovecot:
     def state(self) -> dict:
         return {"dir": str(self.dir), "port": self.port, "ssl_port": self.ssl_port, "pid": self.pid,
                 "ca_file": self.ca_file, "users": self.users}
+
+
+def _watch(owner: int, folder: Path) -> subprocess.Popen:
+    """A shell that stops the server and removes its folder once `owner` is gone, so a test run
+    killed by a timeout leaves no Dovecot behind. It reads the pid file, so restarts are covered."""
+    script = (f"while kill -0 {owner} 2>/dev/null; do sleep 1; done; "
+              f"[ -f {folder}/run/master.pid ] && kill $(cat {folder}/run/master.pid); sleep 1; rm -rf {folder}")
+    return subprocess.Popen(["sh", "-c", script], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 def _alive(pid: int) -> bool:

@@ -148,7 +148,7 @@ BASIC_CAPABILITY = "IMAP4rev1 LITERAL+ SASL-IR ID ENABLE IDLE UIDPLUS MULTIAPPEN
 
 
 def _serve(capability: str | None = None) -> Iterator[Dovecot]:
-    server = Dovecot(capability=capability).start()
+    server = Dovecot(capability=capability, owner_pid=os.getpid()).start()
     yield server
     server.stop(remove=True)
 
