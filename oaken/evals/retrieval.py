@@ -7,7 +7,6 @@ messages, so recall@k is the share of them in the first k. Rankings are lists of
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -153,39 +152,25 @@ def write(scores: Sequence[Score], rankings: Sequence[Ranking], out_dir: Path, n
 # ---- asking the engine ---------------------------------------------------------------------------
 
 
-def retriever_config(config: Config, retriever: str) -> Config:
-    """The config that makes the real engine answer with one retriever, or both.
-
-    keyword: `[embedder] model = "none"` (keyword mode by choice). vector: keyword_weight = 0, so
-    the fused order is the vector order, and hits only the keyword side found are dropped.
-    """
-    if retriever == "keyword":
-        return dataclasses.replace(config, embedder=dataclasses.replace(config.embedder, model="none"))
-    if retriever == "vector":
-        return dataclasses.replace(config, search=dataclasses.replace(config.search, keyword_weight=0.0))
-    if retriever == "hybrid":
-        return config
-    raise ValueError(f"retriever {retriever!r}: expected one of {', '.join(RETRIEVERS)}")
+ENGINE_RETRIEVERS = {"keyword": ("keyword",), "vector": ("vector",), "hybrid": ("keyword", "vector")}
 
 
 def ask(question: Question, retriever: str, config: Config, limit: int = 10) -> Ranking:
-    """One question through `oaken.search` with one retriever's config (see retriever_config)."""
+    """One question through `oaken.search`, answered by one retriever (`retrievers=`) or both."""
     from oaken.search.engine import search
 
-    response = search(question.query, limit=limit, config=config)
+    if retriever not in ENGINE_RETRIEVERS:
+        raise ValueError(f"retriever {retriever!r}: expected one of {', '.join(RETRIEVERS)}")
+    response = search(question.query, limit=limit, retrievers=ENGINE_RETRIEVERS[retriever], config=config)
     if response.degraded:
         raise EvalError(f"{retriever} search degraded ({response.degraded_reason}) on {question.query!r}; "
                         "the scores would measure the fallback, not the retriever")
-    hits = response.hits
-    if retriever == "vector":
-        hits = tuple(h for h in hits if any(w.retriever == "vector" for w in h.why))
-    return Ranking(question, retriever, tuple(h.message_id or f"oaken:{h.id}" for h in hits),
+    return Ranking(question, retriever, tuple(h.message_id or f"oaken:{h.id}" for h in response.hits),
                    response.low_confidence)
 
 
 def run(questions: Sequence[Question], config: Config, retrievers: Sequence[str] = RETRIEVERS) -> list[Ranking]:
     out: list[Ranking] = []
     for retriever in retrievers:
-        cfg = retriever_config(config, retriever)
-        out.extend(ask(q, retriever, cfg) for q in questions)
+        out.extend(ask(q, retriever, config) for q in questions)
     return out
