@@ -138,7 +138,18 @@ def _start_search_server(config: Config, stop_event: threading.Event) -> Any:
         log.get("oaken.daemon").error("search socket not started; `oaken search` will search in its own process",
                                       error=f"{type(e).__name__}: {e}")
         return None
-    threading.Thread(target=server.warm, name="oaken-search-warm", daemon=True).start()
+
+    def warm() -> None:
+        if config.embedder.model != "none":  # loaded even before vectors exist: the first search is warm
+            from oaken.search import vector_side
+
+            try:
+                vector_side.retriever(config, config_mod.resolve_data_dir(config)).load()
+            except Exception as e:  # noqa: BLE001 - searches report it as no_embedder
+                log.get("oaken.daemon").warning("embedder not loaded", error=f"{type(e).__name__}: {e}")
+        server.warm()
+
+    threading.Thread(target=warm, name="oaken-search-warm", daemon=True).start()
     log.get("oaken.daemon").info("search socket listening", path=str(server.path))
     return server
 

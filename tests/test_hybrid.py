@@ -320,3 +320,20 @@ def test_a_failing_or_slow_rewrite_keeps_the_text_with_a_warning(embedded_mailbo
     r = search(PAYMENT, config=cfg, explain=True)
     assert r.mode == "hybrid" and not r.degraded and r.hits
     assert traces(r)["vector"][1] == PAYMENT and any(expect in w for w in r.warnings)
+
+
+def test_the_daemon_starts_the_socket_and_answers_warm(home: Path) -> None:
+    from oaken import daemon
+
+    cfg = concept(home)
+    stop = threading.Event()
+    srv = daemon._start_search_server(cfg, stop)
+    try:
+        assert srv is not None and server.socket_path(cfg).exists()
+        answer = server.ask(cfg, PAYMENT, {"limit": 5})
+        assert answer is not None and answer.mode == "hybrid"
+        assert comparable(answer) == comparable(search(PAYMENT, config=cfg, limit=5))
+    finally:
+        stop.set()
+        srv.thread.join(5)
+    assert not server.socket_path(cfg).exists()
