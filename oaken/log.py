@@ -7,9 +7,27 @@ import logging
 import sys
 from typing import Any
 
-import structlog
-
 from oaken.config import LogConfig
+
+
+def _import_structlog():  # type: ignore[no-untyped-def]
+    """structlog.dev imports rich when it is installed (it is, for sentence-transformers' tools),
+    which costs a cold `oaken sync` or `oaken search` ~30 ms for tracebacks we render plainly.
+    Hide rich while structlog loads; anything importing rich later still gets it."""
+    if "structlog" in sys.modules:
+        return sys.modules["structlog"]
+    hidden = "rich" not in sys.modules
+    if hidden:
+        sys.modules["rich"] = None  # type: ignore[assignment]
+    try:
+        import structlog
+    finally:
+        if hidden:
+            del sys.modules["rich"]
+    return structlog
+
+
+structlog = _import_structlog()
 
 _SECRET_KEYS = ("password", "passwd", "secret", "token", "authorization", "credential")
 _secrets: set[str] = set()
