@@ -11,8 +11,8 @@ on the keyword path imports torch, sentence-transformers or LanceDB.
 
 from __future__ import annotations
 
+import threading
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
@@ -53,15 +53,44 @@ def _vector_precheck(cfg: Config, data_dir: Path, use: tuple[str, ...]) -> tuple
     return True, None
 
 
-def _coverage(cfg: Config) -> float | None:
+_COVERAGE: dict[str, tuple[float, float | None]] = {}  # data dir and model -> (when, share embedded)
+_COVERAGE_LOCK = threading.Lock()
+_COVERAGE_AGE = 5.0
+
+
+def _coverage(cfg: Config, data_dir: Path) -> float | None:
+    """vector_coverage for the response. Counting index.db's chunks costs tens of milliseconds at
+    10k messages, so a warm process answers with the figure it has and refreshes it in the
+    background when it is older than a few seconds; only the first search of a process waits."""
     if cfg.embedder.model == "none":
         return None
+    from oaken.index.vectors import vectors_path
+
+    if not vectors_path(data_dir).is_dir():
+        return 0.0  # nothing embedded yet: no need to count what is not
+    key = f"{data_dir}\0{cfg.embedder.model}"
+    with _COVERAGE_LOCK:
+        known = _COVERAGE.get(key)
+        stale = known is None or time.monotonic() - known[0] > _COVERAGE_AGE
+        if known is not None and stale:
+            _COVERAGE[key] = (time.monotonic(), known[1])  # one refresh at a time
+    if known is None:
+        return _count_coverage(cfg, key)
+    if stale:
+        threading.Thread(target=_count_coverage, args=(cfg, key), name="oaken-coverage", daemon=True).start()
+    return known[1]
+
+
+def _count_coverage(cfg: Config, key: str) -> float | None:
     from oaken.index.coverage import vector_coverage
 
     try:
-        return vector_coverage(cfg)
+        value = vector_coverage(cfg, max_age=0.0)
     except Exception:  # noqa: BLE001 - a figure for the response; never a reason to fail a search
-        return None
+        value = None
+    with _COVERAGE_LOCK:
+        _COVERAGE[key] = (time.monotonic(), value)
+    return value
 
 
 def _retrievers(asked: Any, warnings: list[str]) -> tuple[str, ...]:
@@ -113,7 +142,7 @@ def _account(store: Store, cfg: Config, asked: Any, warnings: list[str]) -> str 
 class _Response:
     """Collects warnings and timings while a search runs, and makes the response at any exit."""
 
-    def __init__(self, cfg: Config, explain: bool):
+    def __init__(self, cfg: Config, data_dir: Path, explain: bool):
         self.started = time.perf_counter()
         self.cfg = cfg
         self.explain = explain
@@ -121,7 +150,7 @@ class _Response:
         self.timings: dict[str, float] = {}
         self.parsed: query_mod.ParsedQuery | None = None
         self.fields: dict[str, Any] = dict(mode="keyword", degraded=False, degraded_reason=None,
-                                           vector_coverage=_coverage(cfg))
+                                           vector_coverage=_coverage(cfg, data_dir))
 
     def __call__(self, hits: tuple[Hit, ...] = (), *, low_confidence: bool = False,
                  traces: tuple[RetrieverTrace, ...] = (), weights: dict[str, float] | None = None,
@@ -150,7 +179,7 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
     through this same path. Asking for one is a choice, not a degraded search."""
     cfg = config if config is not None else config_mod.load()
     data_dir = config_mod.resolve_data_dir(cfg)
-    respond = _Response(cfg, explain)
+    respond = _Response(cfg, data_dir, explain)
     use = _retrievers(retrievers, respond.warnings)
 
     t = time.perf_counter()
