@@ -36,8 +36,8 @@ FOLDERS = {
 }
 SEARCHES = [
     ["California power crisis"],
-    ['"ERV memo"'],
-    ["who is asking Ken Lay to give back the money from his stock sales?"],
+    ['"ERV Notification"', "10/19/2001"],
+    ["warning about malicious programs infecting PCs"],  # the mail says "virus", not these words
     ["from:cworth", "notmuch", "tags"],
     ["is:unread", "label:Archive", "board meeting"],
 ]
