@@ -97,3 +97,11 @@ def test_low_confidence_tuned_on_one_seed_holds_on_another(run200: harness.EvalR
     held_out = calibrate.report(run200.questions, run200.config, tuned.threshold)
     assert held_out.unanswerable_flagged >= 0.8
     assert held_out.answerable_flagged <= 0.10
+
+
+@pytest.mark.dovecot
+def test_imap_path_scores_the_same_as_the_maildir_path(run200: harness.EvalRun, tmp_path: Path) -> None:
+    """--imap: the same mailbox served by a private Dovecot and synced gives the same numbers."""
+    over_imap = harness.synthetic(messages=200, seed=2, imap=True, workdir=tmp_path)
+    assert over_imap.meta["source"] == "imap" and over_imap.meta["indexed"] == 200
+    assert over_imap.scores == run200.scores
