@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from oaken import api, envelope
+from oaken import api
 from oaken.config import Config
 from oaken.evals.mailbox import Mailbox, write_maildir
 from oaken.store import open_store
@@ -32,21 +32,16 @@ def apply_metadata(box: Mailbox, config: Config) -> None:
     """Labels set locally and triage values: an inbox has them, and filters read them."""
     with open_store(config.data_dir) as store, store.transaction():
         account_id = store.account_id(ACCOUNT)
+        # by Message-ID: a server may rewrite line ends, so the content hash need not match
+        by_mid = {store.meta(i).message_id: i for i in store.message_ids_in(account_id)}
         for m in box.messages:
-            oid = store.find_message(account_id, m.message_id, envelope.content_hash(m.raw))
-            if oid is None:  # IMAP servers may rewrite line ends: fall back to the Message-ID
-                oid = _by_message_id(store, account_id, m.message_id)
+            oid = by_mid.get(m.message_id)
+            if oid is None:
+                raise EvalError(f"message <{m.message_id}> did not reach raw.db; see the import or sync log")
             for label in m.labels:
                 store.add_label(oid, label)
             store.set_triage(oid, categories=config.triage.categories, category=m.category,
                              priority=m.priority, disposition=m.disposition)
-
-
-def _by_message_id(store, account_id: int, message_id: str) -> int:  # type: ignore[no-untyped-def]
-    for oid in store.message_ids_in(account_id):
-        if store.meta(oid).message_id == message_id:
-            return oid
-    raise EvalError(f"message <{message_id}> did not reach raw.db; see the import or sync log")
 
 
 def from_maildir(box: Mailbox, config: Config, workdir: Path) -> None:
@@ -59,6 +54,8 @@ def from_maildir(box: Mailbox, config: Config, workdir: Path) -> None:
 
 def from_imap(box: Mailbox, config_dict: dict, workdir: Path) -> Config:
     """Serve the mailbox from a private Dovecot (scripts/dovecot.py), then sync it."""
+    import ssl
+
     from imapclient import IMAPClient
 
     from oaken import config as config_mod
@@ -72,8 +69,6 @@ def from_imap(box: Mailbox, config_dict: dict, workdir: Path) -> Config:
     server = Dovecot().start()
     try:
         server.add_user("eval", "eval-password")
-        import ssl
-
         ctx = ssl.create_default_context(cafile=server.ca_file)
         with IMAPClient("127.0.0.1", server.ssl_port, ssl=True, ssl_context=ctx, timeout=30) as c:
             c.login("eval", "eval-password")
