@@ -104,11 +104,11 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def _once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     """(wall ms, CPU ms) of one process. CPU time is its own cost; on a shared machine wall time
     also counts waiting for a core."""
     start, cpu = time.perf_counter(), _children_cpu()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False)
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[-400:]}")
     return (time.perf_counter() - start) * 1000, (_children_cpu() - cpu) * 1000
@@ -127,12 +127,12 @@ def cold(home: Path, keyword_config: Path, runs: int, root: Path, pycache: Path,
         del commands["oaken search (daemon socket)"]
     query = ["stock options"]
     for cmd in commands.values():  # compile bytecode once, as an installed package has it
-        _once(cmd + (query if "search" in cmd else []), env)
+        _once(cmd + (query if "search" in cmd else []), env, root)  # `-m` puts the cwd first on sys.path
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for i in range(runs):  # interleaved: each round runs every command once
         q = [QUERIES[i % len(QUERIES)]]
         for name, cmd in commands.items():
-            times[name].append(_once(cmd + (q if "search" in cmd else []), env))
+            times[name].append(_once(cmd + (q if "search" in cmd else []), env, root))
     bare = [statistics.median(x[i] for x in times["python -c pass"]) for i in (0, 1)]
     print(f"  oaken from {root}")
     for name, values in times.items():
