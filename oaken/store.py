@@ -427,7 +427,7 @@ class Store:
                  env.sender_name, env.sender_addr, "\n".join(env.to), "\n".join(env.cc),
                  " ".join(env.in_reply_to), " ".join(env.references), thread, env.problem, time.time()),
             ).fetchone()[0]
-            self.db.execute("INSERT INTO triage(message, updated_at) VALUES (?, ?)", (message, time.time()))
+            # no triage row until triage is set: every reader LEFT JOINs it with disposition 'inbox'
             problem = env.problem
         new_location = self.add_location(message, folder_id, uidvalidity=uidvalidity, uid=uid, flags=flags,
                                          internaldate=internaldate, source=source, modseq=modseq)
