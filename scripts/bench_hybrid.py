@@ -172,7 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "OAKEN_HOME": str(home), "PYTHONPATH": str(ROOT)}
         server = subprocess.Popen([sys.executable, "-c", SERVE, str(hybrid_config)], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, env=env, text=True)
-        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        assert server.stdout is not None
+        for line in server.stdout:  # the model's loaders may print first
+            if line.strip() == "ready":
+                break
+        else:
+            raise SystemExit("the search server did not start")
         print(f"\nwarm hybrid search at {args.size:,} messages (ms), limit 10, {len(QUERIES) + len(EXTRA)} "
               f"queries x {args.runs} runs")
         warm(home, hybrid_config, args.runs)
