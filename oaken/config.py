@@ -102,7 +102,9 @@ class IndexConfig:
 @dataclass(frozen=True)
 class EmbedderConfig:
     model: str = field(default="all-MiniLM-L6-v2", metadata=_choice("all-MiniLM-L6-v2", "concept", "none"))
-    backend: str = "auto"
+    # oaken.index.backends: "auto" takes the first that runs here and passes its fidelity check
+    backend: str = field(default="auto", metadata=_choice(
+        "auto", "torch", "torch-fp32", "torch-bf16", "onnx-fp32", "onnx-int8", "openvino", "openvino-int8"))
     threads: int = 0  # 0: every core
     batch_size: int = 64
 

@@ -70,7 +70,8 @@ class Mailbox:
 
     def config_dict(self, **over: Any) -> dict[str, Any]:
         return {"default_account": "test", "accounts": {"test": self.account(**over)},
-                "daemon": {"idle_folders": ["INBOX"], "poll_seconds": 30.0, "max_backoff_seconds": 2.0}}
+                "daemon": {"idle_folders": ["INBOX"], "poll_seconds": 30.0, "max_backoff_seconds": 2.0},
+                "embedder": {"backend": "torch"}}  # "auto" would export the fast backends first (tens of s)
 
     def config(self, **over: Any) -> config_mod.Config:
         return config_mod.from_dict(self.config_dict(**over), source="test-config")

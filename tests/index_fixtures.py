@@ -26,7 +26,8 @@ def raw(name: str) -> bytes:
 
 @pytest.fixture
 def index_cfg(oaken_home: Path) -> Config:
-    return config_mod.Config()
+    # torch: the real model without the fast backends' first-use export (tests/test_backends.py has it)
+    return config_mod.Config(embedder=config_mod.EmbedderConfig(backend="torch"))
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ ACCOUNT = "main"
 
 def config_for(home: Path, *, model: str = "none", **search: object) -> Config:
     """Keyword mode by choice unless a model is named; search settings may be overridden."""
-    return Config(paths=PathsConfig(data_dir=str(home)), embedder=EmbedderConfig(model=model),
+    # torch: the real model without the fast backends' first-use export (tests/test_backends.py has it)
+    return Config(paths=PathsConfig(data_dir=str(home)), embedder=EmbedderConfig(model=model, backend="torch"),
                   search=dataclasses.replace(SearchConfig(), **search))
 
 

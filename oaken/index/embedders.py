@@ -44,10 +44,17 @@ def register(name: str, factory: EmbedderFactory) -> None:
 
 
 def _minilm(config: "Config") -> Embedder:
-    from oaken.index.minilm import MiniLMEmbedder
+    """all-MiniLM-L6-v2 on `[embedder] backend` (oaken.index.backends): every backend keeps the
+    fingerprint "all-MiniLM-L6-v2:384", so a backend change keeps the table; which backends built
+    the stored vectors is recorded beside them (see oaken.index.embedding)."""
+    from oaken.index import backends
 
-    e = config.embedder
-    return MiniLMEmbedder.load(threads=e.threads, batch_size=e.batch_size, backend=e.backend)
+    return backends.load(config)
+
+
+def backend_of(embedder: Embedder) -> str:
+    """The name of what runs `embedder`: a backend of all-MiniLM-L6-v2, or the model's own name."""
+    return str(getattr(embedder, "backend", embedder.name))
 
 
 def _concept(config: "Config") -> Embedder:

@@ -2,7 +2,9 @@
 
 Runs after the keyword pass (`oaken reindex`, the daemon) and never blocks it: keyword search is
 complete long before the vectors are. Each round it
-  1. drops a store built by another embedder or chunker (stale vectors are never mixed in),
+  1. drops a store built by another embedder or chunker, or by a backend whose vectors the
+     fidelity checks do not allow to be mixed with the configured one's (stale vectors are never
+     mixed in); a compatible backend keeps the rows and is added to the store's record,
   2. follows raw.db's change feed to refresh the prefilter fields (labels, folders, disposition)
      of stored rows and to remove the vectors of deleted messages,
   3. removes rows of chunks that index.db no longer holds (a message re-chunked or deleted),
@@ -25,7 +27,9 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 from oaken import config as config_mod
 from oaken.config import Config
 from oaken.index.embed_cache import embed_cached, open_cache
-from oaken.index.embedders import Embedder, load_embedder
+from oaken.index.backends import REFERENCE
+from oaken.index.embedders import Embedder, backend_of, load_embedder
+from oaken.index.minilm import NAME as MINILM
 from oaken.index.vectors import ChunkVector, Fingerprint, MessageFields, VectorStore, vectors_path
 
 if TYPE_CHECKING:
@@ -88,6 +92,12 @@ def embed_pending(config: Config, *, progress: Callable[[int], None] | None = No
     fp = fingerprint_of(embedder)
     store = open_store(config, create=True)
     rebuilt = store.ensure(fp)
+    if not rebuilt and _incompatible_backend(store, embedder, data_dir):
+        # the cache holds that backend's vectors too (it is keyed by fingerprint): forget them all
+        with open_cache(store.path.parent) as cache:
+            cache.drop_other_models(keep="")
+        rebuilt = store.ensure(fp, rebuild=True)
+    store.record_backend(backend_of(embedder))
     with KeywordIndex(data_dir) as index, open_raw(data_dir, readonly=True) as raw:
         raw_seq = raw.seq()
         stored = store.chunk_messages()
@@ -108,6 +118,43 @@ def embed_pending(config: Config, *, progress: Callable[[int], None] | None = No
         _write_cursor(data_dir, raw_seq)
     return EmbedReport(fp.model, len(wanted), embedded, encoded, removed, refreshed,
                        max(0, total_todo - embedded), rebuilt, round(time.monotonic() - started, 3))
+
+
+def stored_backends(store: VectorStore) -> list[str]:
+    """The backends that built the stored vectors; a store from before the record, holding rows
+    of all-MiniLM-L6-v2, was built by torch fp32 (the only backend then)."""
+    recorded = store.backends()
+    if recorded or not store.exists() or store.count() == 0:
+        return recorded
+    fp = store.fingerprint()
+    return [REFERENCE] if fp is not None and fp.model.startswith(f"{MINILM}:") else []
+
+
+def incompatible_with(doc_backends: Sequence[str], query_backend: str, data_dir: Path) -> list[str]:
+    """The stored backends whose vectors must not be searched with `query_backend`'s vectors
+    (oaken.index.backends.compatible: the cached fidelity checks decide). Only backends of
+    all-MiniLM-L6-v2 constrain each other; any other embedder (concept, one registered by a
+    test or plugin) is judged by its fingerprint alone, which the store has checked already."""
+    from oaken.index import backends
+
+    known = {*backends.BACKENDS, *backends.ALIASES}
+    if backends.canonical(query_backend) not in known:
+        return []
+    return [b for b in doc_backends if b in known and backends.canonical(b) != backends.canonical(query_backend)
+            and not backends.compatible(b, query_backend, data_dir)]
+
+
+def _incompatible_backend(store: VectorStore, embedder: Embedder, data_dir: Path) -> bool:
+    """True when vectors/ holds rows of a backend whose vectors may not meet `embedder`'s."""
+    if store.count() == 0:
+        return False
+    bad = incompatible_with(stored_backends(store), backend_of(embedder), data_dir)
+    if bad:
+        from oaken import log
+
+        log.get().warning("vectors_rebuilt_for_backend", stored=bad, backend=backend_of(embedder),
+                          note="the fidelity checks do not allow mixing them")
+    return bool(bad)
 
 
 def _follow_changes(store: VectorStore, raw: "Store", present: set[int], since: int,

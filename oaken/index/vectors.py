@@ -263,19 +263,31 @@ class VectorStore:
                                                       f"wants {expected.describe()}; they are stale and not "
                                                       "searched until `oaken reindex` rebuilds them")
 
-    def ensure(self, fp: Fingerprint) -> bool:
+    def ensure(self, fp: Fingerprint, *, rebuild: bool = False) -> bool:
         """Make sure the table exists for `fp`; a table of another fingerprint, or with the
-        columns of another Oaken version, is dropped. Returns True when a stale table was dropped."""
+        columns of another Oaken version, or any table with `rebuild`, is dropped. Returns True
+        when a stale table was dropped."""
         dropped = False
         if self.exists():
-            if self.fingerprint() == fp and self.table().schema.names == _schema(fp).names:
+            if not rebuild and self.fingerprint() == fp and self.table().schema.names == _schema(fp).names:
                 return False
             self.db.drop_table(TABLE)
             self._table = None
             dropped = True
         self._table = self.db.create_table(TABLE, schema=_schema(fp))
-        self._write_state()
+        self._write_state(backends=[])
         return dropped
+
+    def backends(self) -> list[str]:
+        """The backends that built the stored vectors (oaken.index.backends names), oldest first,
+        as state.json records them; [] when none is recorded (a store older than the record)."""
+        state = read_state(self.path.parent) or {}
+        return [str(b) for b in state.get("backends") or []]
+
+    def record_backend(self, name: str) -> None:
+        """Note that `name` writes vectors here from now on (kept until the table is dropped)."""
+        if name not in self.backends():
+            self._write_state(backends=[*self.backends(), name])
 
     def count(self) -> int:
         return int(self.table().count_rows())
@@ -366,13 +378,14 @@ class VectorStore:
         elif time.monotonic() - self._state_written > 1.0:
             self._write_state()
 
-    def _write_state(self) -> None:
+    def _write_state(self, *, backends: list[str] | None = None) -> None:
         """A small summary `oaken status` reads without importing LanceDB (at most once a second
-        while writing, and after every maintenance)."""
+        while writing, and after every maintenance); `backends` replaces the recorded list,
+        which is otherwise kept."""
         self._state_written = time.monotonic()
         fp = self.fingerprint()
         state = {"fingerprint": json.loads(fp.key()) if fp else None, "rows": self.count(),
-                 "written_at": time.time()}
+                 "written_at": time.time(), "backends": self.backends() if backends is None else backends}
         tmp = self.path / f"{STATE_FILE}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_text(json.dumps(state))
         os.replace(tmp, self.path / STATE_FILE)

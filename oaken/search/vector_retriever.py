@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 from oaken import config as config_mod
 from oaken.config import Config
 from oaken.errors import VectorUnavailable
-from oaken.index.embedders import Embedder, load_embedder
+from oaken.index.embedders import Embedder, backend_of, load_embedder
 from oaken.index.vectors import VectorChunkHit, VectorFilters, VectorStore
 
 OK, OFF, SKIPPED = "ok", "off", "skipped"
@@ -130,6 +130,7 @@ class VectorRetriever:
         self.data_dir = Path(data_dir) if data_dir is not None else config_mod.resolve_data_dir(config)
         self._embedder = embedder
         self._store: VectorStore | None = None
+        self._backend_verdicts: dict[tuple[tuple[str, ...], str], tuple[str, ...]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -188,10 +189,29 @@ class VectorRetriever:
         if self._store is None:
             self._store = VectorStore(self.data_dir)
         self._store.check(fingerprint_of(embedder))
+        self._check_backends(self._store, embedder)
         if self._store.count() == 0:
             raise VectorUnavailable("no_vectors", f"{self._store.path}: no vectors yet; embedding runs behind "
                                                   "keyword indexing (`oaken reindex` or the daemon)")
         return self._store
+
+    def _check_backends(self, store: VectorStore, embedder: Embedder) -> None:
+        """VectorUnavailable("model_mismatch") when vectors/ holds rows of a backend whose
+        documents the fidelity checks do not allow to be searched with this embedder's queries.
+        Decided once per set of stored backends (state.json is re-read: a reindex may add one)."""
+        from oaken.index.embedding import incompatible_with, stored_backends
+
+        query = backend_of(embedder)
+        stored = tuple(stored_backends(store))
+        key = (stored, query)
+        if key not in self._backend_verdicts:
+            self._backend_verdicts[key] = tuple(incompatible_with(stored, query, self.data_dir))
+        bad = self._backend_verdicts[key]
+        if bad:
+            raise VectorUnavailable("model_mismatch", f"{store.path}: vectors built by backend {', '.join(bad)}, "
+                                                      f"which the fidelity checks do not allow to be searched "
+                                                      f"with [embedder] backend {query!r}; they are not searched "
+                                                      "until `oaken reindex` rebuilds them")
 
     def _search(self, embedder: Embedder, text: str, filters: VectorFilters, want: int, admit: Admit | None,
                 deadline: float) -> VectorResult:
