@@ -305,7 +305,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 0
     from oaken.search import render
 
-    print(render.table(response, color=sys.stdout.isatty()))
+    tty = sys.stdout.isatty()
+    # piped into grep or a file, the table keeps whole subjects instead of fitting a terminal
+    print(render.table(response, color=tty, width=None if tty else 160))
     return 0
 
 
