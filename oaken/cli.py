@@ -91,9 +91,22 @@ def cmd_import(args: argparse.Namespace) -> int:
         report = api.import_mail(paths, account=args.account, config=cfg, progress=update)
     finally:
         close()
+    indexed = None
+    if (report.added or report.new_locations) and not args.no_index:
+        # keyword indexing is quick, so imported mail is searchable at once; embedding is not, and
+        # is left to `oaken reindex` or the daemon
+        from oaken.index import indexer
+
+        update, close = progress_bar(report.added or None, "index")
+        try:
+            indexed = indexer.update(cfg, keyword_only=True, progress=update)
+        finally:
+            close()
     if args.json:
-        print(_json(report))
+        print(_json({**asdict(report), "index": indexed}))
     else:
+        if indexed is not None and cfg.embedder.model != "none":
+            print("keyword index up to date; `oaken reindex` (or a running `oaken sync --daemon`) embeds the new mail")
         print(f"{report.seen} messages read, {report.added} new, {report.new_locations} now also in another folder, "
               f"{report.flagged} flagged (stored raw, not fully readable), {len(report.skipped)} files skipped")
         for s in report.skipped[:20]:
@@ -336,6 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("import", help="import Maildir folders, mbox files or folders of .eml files")
     s.add_argument("paths", nargs="+")
     s.add_argument("--account", help="account to import into (default: default_account, else 'local')")
+    s.add_argument("--no-index", action="store_true", help="do not update the keyword index afterwards")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_import)
 

@@ -136,9 +136,9 @@ def measure(cmds: list[list[str]], env: dict[str, str]) -> Run:
 def bench_oaken(maildir: Path, work: Path, n: int) -> tuple[Result, Result]:
     home = work / "oaken"
     env = {**os.environ, "OAKEN_HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    imp = measure([[*OAKEN, "import", str(maildir)]], env)
+    imp = measure([[*OAKEN, "import", "--no-index", str(maildir)]], env)
     idx = measure([[*OAKEN, "reindex", "--keyword-only"]], env)
-    again = measure([[*OAKEN, "import", str(maildir)], [*OAKEN, "reindex", "--keyword-only"]], env)
+    again = measure([[*OAKEN, "import", "--no-index", str(maildir)], [*OAKEN, "reindex", "--keyword-only"]], env)
     again_idx = measure([[*OAKEN, "reindex", "--keyword-only"]], env)
     total = imp.seconds + idx.seconds
     both = Result("oaken (import + reindex)", n, total, n / total, max(imp.peak_mb, idx.peak_mb), again.seconds,

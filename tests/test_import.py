@@ -84,7 +84,11 @@ def test_missing_path_is_a_clear_error(oaken_home: Path, tmp_path: Path) -> None
 def test_cli_import_status_and_triage(oaken_home: Path) -> None:
     run = oaken("import", "--json", str(DATA / "notmuch-default"))
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["added"] == 52
+    out = json.loads(run.stdout)
+    assert out["added"] == 52
+    assert out["index"]["indexed"] == 52  # imported mail is searchable at once
+    found = json.loads(oaken("search", "--json", "--no-daemon", "notmuch").stdout)
+    assert found["hits"]
     status = json.loads(oaken("status", "--json").stdout)
     assert status["messages"] == 52
     assert status["accounts"]["local"]["messages"] == 52
