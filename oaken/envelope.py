@@ -45,6 +45,8 @@ def decode(value: object) -> str:
     if value is None:
         return ""
     text = str(value)
+    if "=?" not in text:
+        return _clean(text)  # no encoded word: nothing for the email package to do
     try:
         return _clean(str(email.header.make_header(email.header.decode_header(text))))
     except Exception:  # noqa: BLE001 - fall back to decoding each part leniently
@@ -148,6 +150,8 @@ def base_subject(subject: str) -> str:
     return _clean(s).lower()
 
 
+# the headers raw.db keeps; the others (X-Folder, Received, ...) are not decoded at all
+_WANTED = frozenset({"message-id", "subject", "from", "sender", "to", "cc", "date", "in-reply-to", "references"})
 _HEADER = re.compile(rb"^([\x21-\x39\x3b-\x7e]+)[ \t]*:[ \t]*(.*)$", re.S)
 
 
@@ -168,7 +172,7 @@ def _header_block(raw: bytes) -> tuple[dict[str, list[str]], list[str]]:
     name = ""
 
     def close() -> None:
-        if current is not None:
+        if current is not None and name in _WANTED:
             headers.setdefault(name, []).append(b" ".join(current).decode("utf-8", "replace"))
 
     for line in lines:
@@ -186,7 +190,7 @@ def _header_block(raw: bytes) -> tuple[dict[str, list[str]], list[str]]:
         name = m.group(1).decode("ascii").lower()
         current = [m.group(2).strip()]
     close()
-    if not headers:
+    if not name:  # not one header line
         problems.insert(0, "no headers")
     return headers, problems
 

@@ -150,7 +150,7 @@ def discover(path: Path, report: ImportReport) -> Iterator[Item]:
                 if not fname.startswith("."):
                     report.skipped.append(f"{p}: not a mail file (suffix {p.suffix})")
                 continue
-            if _is_mbox(p):
+            if p.suffix.lower() != ".eml" and _is_mbox(p):  # an .eml file is one message: no need to look
                 yield from _walk_mbox(p, f"{name}/{p.stem}" if here != root else p.stem)
             else:
                 # stored even when it does not look like mail: flagged, never dropped
