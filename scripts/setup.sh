@@ -33,3 +33,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -c "import onnxruntime, onnx, openvino, nncf"  # the fast extra: its tests run in CI
   echo "$want" > "$stamp"
 fi
+# Bytecode up front: where PYTHONDONTWRITEBYTECODE is set (as on these machines) every cold
+# `oaken search` would otherwise compile Oaken's modules again.
+.venv/bin/python -m compileall -q oaken >/dev/null
