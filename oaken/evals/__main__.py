@@ -1,7 +1,7 @@
 """`python -m oaken.evals retrieval|calibrate`: score keyword, vector and hybrid retrieval.
 
-    python -m oaken.evals retrieval [--messages N] [--seed S] [--live] [--imap] [--out DIR]
-    python -m oaken.evals retrieval --corpus DIR --questions FILE.jsonl [--live] [--out DIR]
+    python -m oaken.evals retrieval [--messages N] [--seed S] [--live [--backend B]] [--imap] [--out DIR]
+    python -m oaken.evals retrieval --corpus DIR --questions FILE.jsonl [--live [--backend B]] [--out DIR]
     python -m oaken.evals calibrate [--messages N] [--tune-seed S] [--report-seed S] [--live]
 """
 
@@ -28,6 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--messages", type=int, default=1000, help="synthetic mailbox size (default 1000)")
     r.add_argument("--seed", type=int, default=2, help="synthetic mailbox seed (default 2; 1 tunes)")
     r.add_argument("--live", action="store_true", help="the real all-MiniLM-L6-v2, not the concept embedder")
+    r.add_argument("--backend", default="auto", help="with --live: the [embedder] backend (default auto: the one "
+                                                     "Oaken picks here; torch for fp32); named in the result files")
     r.add_argument("--imap", action="store_true", help="serve the mailbox from a private Dovecot and sync it")
     r.add_argument("--corpus", type=Path, help="a folder of real mail (Maildir, mbox or .eml files)")
     r.add_argument("--questions", type=Path, help="the corpus's question file (jsonl)")
@@ -46,10 +48,10 @@ def _retrieval(args: argparse.Namespace) -> int:
     if (args.corpus is None) != (args.questions is None):
         raise EvalError("--corpus and --questions go together: a folder of mail and its question file")
     if args.corpus is not None:
-        run = harness.corpus(args.corpus, args.questions, live=args.live, workdir=args.keep)
+        run = harness.corpus(args.corpus, args.questions, live=args.live, workdir=args.keep, backend=args.backend)
     else:
         run = harness.synthetic(messages=args.messages, seed=args.seed, live=args.live, imap=args.imap,
-                                workdir=args.keep)
+                                workdir=args.keep, backend=args.backend)
     print(retrieval.table(run.scores))
     paths = retrieval.write(run.scores, run.rankings, args.out, run.name, run.meta)
     print(f"\nwritten: {paths[0]} {paths[1]}", file=sys.stderr)

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from oaken.store import Store
 
 CURSOR_FILE = "raw_seq.json"  # in vectors/: how far the change feed of raw.db has been followed
-WINDOW_CHUNKS = 512  # chunks per encode call: large, so the model's length sort pads little
+# chunks per encode call: large, so the backend's length sort pads little. Whole Enron corpus
+# (22,130 chunks, openvino-int8, 2 cores): 512 took 56.7 s, 2048 52.0 s, 4096 54.4 s.
+WINDOW_CHUNKS = 2048
 
 
 @dataclass(frozen=True)
