@@ -1,0 +1,151 @@
+"""raw.db's schema as ordered, numbered migrations (the store applies them; see oaken/store.py).
+
+Kept apart from the store's queries so that each file does one job; every statement against
+raw.db still lives in these two modules.
+"""
+
+from __future__ import annotations
+
+# Ordered, numbered migrations; a database records the last one applied in user_version.
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("m001_initial", """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO meta VALUES ('seq', 0);
+CREATE TABLE accounts(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE folders(
+    id INTEGER PRIMARY KEY,
+    account_id INTEGER NOT NULL REFERENCES accounts(id),
+    name TEXT NOT NULL,
+    delimiter TEXT,
+    special_use TEXT,
+    uidvalidity INTEGER,
+    uidnext INTEGER,
+    highestmodseq INTEGER,
+    exists_count INTEGER,
+    synced_at REAL,
+    UNIQUE(account_id, name)
+);
+CREATE TABLE messages(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id INTEGER NOT NULL REFERENCES accounts(id),
+    message_id TEXT,
+    content_hash TEXT NOT NULL,
+    raw BLOB NOT NULL,
+    size INTEGER NOT NULL,
+    date INTEGER NOT NULL,
+    date_source TEXT NOT NULL,
+    subject TEXT NOT NULL DEFAULT '',
+    sender_name TEXT NOT NULL DEFAULT '',
+    sender_addr TEXT NOT NULL DEFAULT '',
+    to_addrs TEXT NOT NULL DEFAULT '',
+    cc_addrs TEXT NOT NULL DEFAULT '',
+    in_reply_to TEXT NOT NULL DEFAULT '',
+    refs TEXT NOT NULL DEFAULT '',
+    thread_id INTEGER NOT NULL,
+    problem TEXT,
+    added_at REAL NOT NULL,
+    change_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX messages_identity ON messages(account_id, coalesce(message_id, ''), content_hash);
+CREATE INDEX messages_date ON messages(account_id, date);
+CREATE INDEX messages_thread ON messages(thread_id);
+CREATE INDEX messages_seq ON messages(change_seq);
+CREATE INDEX messages_hash ON messages(account_id, content_hash);
+CREATE TABLE thread_refs(
+    account_id INTEGER NOT NULL,
+    ref TEXT NOT NULL,
+    thread_id INTEGER NOT NULL,
+    PRIMARY KEY(account_id, ref)
+) WITHOUT ROWID;
+CREATE INDEX thread_refs_thread ON thread_refs(thread_id);
+CREATE TABLE thread_subjects(
+    account_id INTEGER NOT NULL,
+    subject TEXT NOT NULL,
+    thread_id INTEGER NOT NULL,
+    PRIMARY KEY(account_id, subject)
+) WITHOUT ROWID;
+CREATE TABLE locations(
+    id INTEGER PRIMARY KEY,
+    message INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    folder_id INTEGER NOT NULL REFERENCES folders(id) ON DELETE CASCADE,
+    uidvalidity INTEGER,
+    uid INTEGER,
+    source TEXT,
+    flags TEXT NOT NULL DEFAULT '',
+    modseq INTEGER,
+    internaldate INTEGER
+);
+CREATE UNIQUE INDEX locations_uid ON locations(folder_id, uidvalidity, uid) WHERE uid IS NOT NULL;
+CREATE UNIQUE INDEX locations_local ON locations(folder_id, message) WHERE uid IS NULL;
+CREATE INDEX locations_message ON locations(message);
+CREATE TABLE labels(
+    message INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    label TEXT NOT NULL,
+    PRIMARY KEY(message, label)
+) WITHOUT ROWID;
+CREATE TABLE triage(
+    message INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+    category TEXT,
+    priority INTEGER CHECK (priority BETWEEN 0 AND 3),
+    disposition TEXT NOT NULL DEFAULT 'inbox' CHECK (disposition IN ('inbox', 'archived', 'discarded')),
+    updated_at REAL NOT NULL
+);
+CREATE TABLE flag_queue(
+    id INTEGER PRIMARY KEY,
+    message INTEGER NOT NULL,
+    location INTEGER NOT NULL,
+    op TEXT NOT NULL CHECK (op IN ('+', '-')),
+    flag TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done', 'rejected')),
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX flag_queue_pending ON flag_queue(state, location);
+CREATE TABLE tombstones(
+    message INTEGER PRIMARY KEY,
+    account_id INTEGER NOT NULL,
+    change_seq INTEGER NOT NULL
+);
+CREATE INDEX tombstones_seq ON tombstones(change_seq);
+
+CREATE TRIGGER bump_msg_insert AFTER INSERT ON messages BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.id;
+END;
+CREATE TRIGGER bump_msg_delete AFTER DELETE ON messages BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    INSERT OR REPLACE INTO tombstones VALUES (OLD.id, OLD.account_id, (SELECT value FROM meta WHERE key = 'seq'));
+END;
+CREATE TRIGGER bump_loc_insert AFTER INSERT ON locations BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.message;
+END;
+CREATE TRIGGER bump_loc_update AFTER UPDATE OF flags, folder_id, message ON locations
+WHEN OLD.flags IS NOT NEW.flags OR OLD.folder_id IS NOT NEW.folder_id OR OLD.message IS NOT NEW.message BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq')
+        WHERE id IN (NEW.message, OLD.message);
+END;
+CREATE TRIGGER bump_loc_delete AFTER DELETE ON locations BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = OLD.message;
+END;
+CREATE TRIGGER bump_label_insert AFTER INSERT ON labels BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.message;
+END;
+CREATE TRIGGER bump_label_delete AFTER DELETE ON labels BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = OLD.message;
+END;
+CREATE TRIGGER bump_triage_insert AFTER INSERT ON triage BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.message;
+END;
+CREATE TRIGGER bump_triage_update AFTER UPDATE ON triage BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'seq';
+    UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.message;
+END;
+"""),
+)
