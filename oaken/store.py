@@ -1,4 +1,5 @@
-"""raw.db: the source of truth. Every SQL statement against raw.db lives in this module.
+"""raw.db: the source of truth. Every SQL statement against raw.db lives in this module and in
+its schema, oaken/store_migrations.py.
 
 Raw RFC 822 bytes, where each message lives (folder, UIDVALIDITY, UID) with its flags, labels,
 threads, triage and the queue of local flag changes. The indexes downstream follow `change_seq`:
