@@ -69,8 +69,12 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="leave the server running and .oaken-demo in place")
     ap.add_argument("--model", default="all-MiniLM-L6-v2", choices=["all-MiniLM-L6-v2", "concept", "none"])
     args = ap.parse_args()
-    shutil.rmtree(HOME, ignore_errors=True)
-    HOME.mkdir(mode=0o700)
+    # a fresh mirror each run; the exported fast embedding models (data_dir/models) are kept,
+    # since exporting them is a one-off cost of about a minute
+    HOME.mkdir(mode=0o700, exist_ok=True)
+    for entry in HOME.iterdir():
+        if entry.name != "models":
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
     server = Dovecot(owner_pid=None if args.keep else os.getpid()).start()
     user, password = "demo", "demo-password"
     server.add_user(user, password)
