@@ -241,8 +241,8 @@ class Store:
 
     def rename_folder(self, folder_id: int, new_name: str) -> None:
         self.db.execute("UPDATE folders SET name = ? WHERE id = ?", (new_name, folder_id))
-        # labels come from folder names: every message there changed
-        self.db.execute("UPDATE locations SET folder_id = folder_id WHERE folder_id = ?", (folder_id,))
+        # labels come from folder names: every message there changed (a no-op UPDATE of locations
+        # would not fire its trigger, so bump them directly)
         self._bump(r[0] for r in self.db.execute(
             "SELECT DISTINCT message FROM locations WHERE folder_id = ?", (folder_id,)))
 
@@ -263,14 +263,11 @@ class Store:
         """Store a message once per (Message-ID, content) and record one more place it lives.
         `read`: (content hash, envelope) already computed from `raw`, e.g. by sync in a worker process."""
         digest, env = read if read is not None else (envelope.content_hash(raw), envelope.read(raw))
-        row = self.db.execute(
-            "SELECT id FROM messages WHERE account_id = ? AND coalesce(message_id, '') = ? AND content_hash = ?",
-            (account_id, env.message_id or "", digest),
-        ).fetchone()
-        new_message = row is None
+        found = self.find_message(account_id, env.message_id, digest)
+        new_message = found is None
         problem = None
-        if row:
-            message = row[0]
+        if found is not None:
+            message = found
         else:
             arrived = internaldate if internaldate is not None else envelope.now()
             date, date_source = envelope.effective_date(env.date, arrived)
