@@ -201,6 +201,8 @@ def import_paths(store: Store, account: str, paths: list[Path], *, batch_size: i
             report.seen += 1
             if item.mtime is not None and known.get(item.source, -1) == item.mtime:
                 report.unchanged += 1
+                if progress:
+                    progress(1)  # counted in the bar's total like every other message
                 continue
             pending.append(item)
             if len(pending) >= batch_size:
