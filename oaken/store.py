@@ -14,14 +14,16 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import apsw
 
-from oaken import envelope
 from oaken.config import DISPOSITIONS
 from oaken.errors import NotFound, StoreError, TriageError
 from oaken.store_migrations import MIGRATIONS
+
+if TYPE_CHECKING:  # the envelope reader's regexes are loaded by writers only, not by a search
+    from oaken.envelope import Envelope
 
 SEEN = "\\Seen"
 FLAGGED = "\\Flagged"
@@ -259,9 +261,11 @@ class Store:
     def add_message(self, account_id: int, raw: bytes, *, folder_id: int, uidvalidity: int | None = None,
                     uid: int | None = None, flags: Iterable[str | bytes] = (), internaldate: int | None = None,
                     source: str | None = None, modseq: int | None = None,
-                    read: tuple[str, envelope.Envelope] | None = None) -> AddResult:
+                    read: tuple[str, Envelope] | None = None) -> AddResult:
         """Store a message once per (Message-ID, content) and record one more place it lives.
         `read`: (content hash, envelope) already computed from `raw`, e.g. by sync in a worker process."""
+        from oaken import envelope
+
         digest, env = read if read is not None else (envelope.content_hash(raw), envelope.read(raw))
         found = self.find_message(account_id, env.message_id, digest)
         new_message = found is None
@@ -348,7 +352,7 @@ class Store:
 
     # ---- threading --------------------------------------------------------------------------
 
-    def _thread_for(self, account_id: int, env: envelope.Envelope) -> int:
+    def _thread_for(self, account_id: int, env: Envelope) -> int:
         """JWZ-style threading by Message-ID, References and In-Reply-To, merging threads that a new
         message joins; the subject is a fallback only for a reply that carries neither header."""
         refs = [r for r in (*env.references, *env.in_reply_to) if r]
@@ -360,6 +364,8 @@ class Store:
             ).fetchone()
             if row:
                 found.add(row[0])
+        from oaken import envelope
+
         base = envelope.base_subject(env.subject)
         if not found and not refs and base and base != env.subject.strip().lower():
             row = self.db.execute(
