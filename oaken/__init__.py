@@ -9,7 +9,9 @@ Names are imported lazily so that a keyword search never pays for torch or Lance
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cold search path
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

@@ -6,15 +6,18 @@ Exit codes: 0 done, 1 a failure, 2 a usage error.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from dataclasses import asdict, is_dataclass
-from pathlib import Path
-from typing import Any, Callable
-
-from oaken import config as config_mod
 from oaken.errors import ConfigError, OakenError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cold search path
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from oaken import config as config_mod
+
+# A cold `oaken search` is the command people run most: this module imports only what argument
+# parsing needs, each command loads its own modules, and only the command asked for gets a parser.
 
 
 class UsageError(OakenError):
@@ -22,16 +25,26 @@ class UsageError(OakenError):
 
 
 def _json(obj: Any) -> str:
+    import json
+
     def default(o: Any) -> Any:
+        from dataclasses import asdict, is_dataclass  # not needed for the daemon's answer, a dict
+
         if is_dataclass(o):
             return asdict(o)  # type: ignore[arg-type]
         if isinstance(o, (set, frozenset, tuple)):
             return list(o)
-        if isinstance(o, Path):
-            return str(o)
+        if isinstance(o, os.PathLike):
+            return os.fspath(o)
         raise TypeError(f"not JSON: {type(o).__name__}")
 
     return json.dumps(obj, default=default, indent=2, ensure_ascii=False)
+
+
+def _asdict(obj: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(obj)
 
 
 def progress_bar(total: int | None, desc: str, unit: str = "msg") -> tuple[Callable[[int], None], Callable[[], None]]:
@@ -45,6 +58,8 @@ def progress_bar(total: int | None, desc: str, unit: str = "msg") -> tuple[Calla
 
 
 def _config(args: argparse.Namespace) -> config_mod.Config:
+    from oaken import config as config_mod
+
     cfg = config_mod.load(args.config) if args.config else config_mod.load()
     from oaken import log
 
@@ -55,7 +70,11 @@ def _config(args: argparse.Namespace) -> config_mod.Config:
 # ---- commands ------------------------------------------------------------------------------
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     import tomli_w
+
+    from oaken import config as config_mod
 
     path = Path(args.config) if args.config else config_mod.config_path()
     if path.exists() and not args.force:
@@ -81,6 +100,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from oaken import api, importer
 
     cfg = _config(args)
@@ -103,7 +124,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         finally:
             close()
     if args.json:
-        print(_json({**asdict(report), "index": indexed}))
+        print(_json({**_asdict(report), "index": indexed}))
     else:
         if indexed is not None and cfg.embedder.model != "none":
             print("keyword index up to date; `oaken reindex` (or a running `oaken sync --daemon`) embeds the new mail")
@@ -165,7 +186,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(msg.raw)
         sys.stdout.buffer.flush()
     elif args.json:
-        data = asdict(msg)
+        data = _asdict(msg)
         data.pop("raw")
         print(_json(data))
     else:
@@ -289,22 +310,27 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    # not _config(): a search logs nothing, and structlog's import would double a cold call's time
-    cfg = config_mod.load(args.config) if args.config else config_mod.load()
     if args.limit < 0 or args.offset < 0:
         raise UsageError("oaken search: --limit and --offset take a number of 0 or more")
     query = " ".join(args.query)
     params = dict(limit=args.limit, offset=args.offset, account=args.account, thread=args.thread, sort=args.sort,
                   explain=args.explain)
     response: Any = None
-    if not args.no_daemon:  # a warm daemon answers; its JSON is printed as it came (client.View)
+    if not args.no_daemon:
+        # a warm daemon answers; its JSON is printed as it came (client.View), and this process
+        # never loads the typed config, the stores or the engine
+        from oaken import paths
         from oaken.search import client
 
-        answer = client.ask_raw(cfg, query, params)
+        where = paths.socket_file(args.config)
+        answer = client.ask_at(where, query, params) if where else None
         response = None if answer is None else client.View(answer)
     if response is None:
+        from oaken import config as config_mod
         from oaken.search import engine
 
+        # not _config(): a search logs nothing, and structlog's import would double a cold call's time
+        cfg = config_mod.load(args.config) if args.config else config_mod.load()
         if cfg.embedder.model != "none" and not args.no_daemon:
             print("oaken: no search daemon is running, so this process loads the model itself; "
                   "`oaken sync --daemon` keeps it loaded and answers faster", file=sys.stderr)
@@ -326,85 +352,125 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 # ---- argument parsing ----------------------------------------------------------------------
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, told the width so that it does not import shutil to ask (a cold search
+    builds one per option)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        from oaken.search.render import terminal_columns
+
+        super().__init__(prog, indent_increment, max_help_position, width or terminal_columns() - 2)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, or only that of the command `only` (a cold search need not build eight)."""
     p = _Parser(prog="oaken", description="Local-first mail search.")
     p.add_argument("--config", help="config file (default: $OAKEN_HOME/config.toml or ~/.config/oaken/config.toml)")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    s = sub.add_parser("init", help="write a starting config file")
-    s.add_argument("--force", action="store_true")
-    s.add_argument("--account", help="name of the account to add")
-    s.add_argument("--host")
-    s.add_argument("--port", type=int)
-    s.add_argument("--username")
-    s.add_argument("--tls", default="implicit", choices=["implicit", "starttls", "none"])
-    s.add_argument("--password-command")
-    s.set_defaults(func=cmd_init)
+    if only in (None, "init"):
+        s = sub.add_parser("init", help="write a starting config file")
+        s.add_argument("--force", action="store_true")
+        s.add_argument("--account", help="name of the account to add")
+        s.add_argument("--host")
+        s.add_argument("--port", type=int)
+        s.add_argument("--username")
+        s.add_argument("--tls", default="implicit", choices=["implicit", "starttls", "none"])
+        s.add_argument("--password-command")
+        s.set_defaults(func=cmd_init)
 
-    s = sub.add_parser("import", help="import Maildir folders, mbox files or folders of .eml files")
-    s.add_argument("paths", nargs="+")
-    s.add_argument("--account", help="account to import into (default: default_account, else 'local')")
-    s.add_argument("--no-index", action="store_true", help="do not update the keyword index afterwards")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_import)
+    if only in (None, "import"):
+        s = sub.add_parser("import", help="import Maildir folders, mbox files or folders of .eml files")
+        s.add_argument("paths", nargs="+")
+        s.add_argument("--account", help="account to import into (default: default_account, else 'local')")
+        s.add_argument("--no-index", action="store_true", help="do not update the keyword index afterwards")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_import)
 
-    s = sub.add_parser("status", help="what raw.db and the indexes hold")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_status)
+    if only in (None, "status"):
+        s = sub.add_parser("status", help="what raw.db and the indexes hold")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_status)
 
-    s = sub.add_parser("triage", help="set a message's category, priority or disposition")
-    s.add_argument("id", type=int)
-    s.add_argument("--category")
-    s.add_argument("--priority", type=int)
-    s.add_argument("--disposition", choices=["inbox", "archived", "discarded"])
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_triage)
+    if only in (None, "triage"):
+        s = sub.add_parser("triage", help="set a message's category, priority or disposition")
+        s.add_argument("id", type=int)
+        s.add_argument("--category")
+        s.add_argument("--priority", type=int)
+        s.add_argument("--disposition", choices=["inbox", "archived", "discarded"])
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_triage)
 
-    s = sub.add_parser("show", help="print a message and mark it read")
-    s.add_argument("id", type=int)
-    s.add_argument("--peek", action="store_true", help="leave it unread")
-    s.add_argument("--raw", action="store_true", help="print the raw RFC 822 bytes")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_show)
+    if only in (None, "show"):
+        s = sub.add_parser("show", help="print a message and mark it read")
+        s.add_argument("id", type=int)
+        s.add_argument("--peek", action="store_true", help="leave it unread")
+        s.add_argument("--raw", action="store_true", help="print the raw RFC 822 bytes")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_show)
 
-    s = sub.add_parser("sync", help="mirror IMAP folders into raw.db")
-    mode = s.add_mutually_exclusive_group()
-    mode.add_argument("--once", action="store_true", help="one pass, then exit (the default)")
-    mode.add_argument("--daemon", action="store_true", help="keep syncing, indexing and answering searches")
-    s.add_argument("--account")
-    s.add_argument("--no-index", action="store_true", help="do not index after syncing")
-    s.set_defaults(func=cmd_sync)
+    if only in (None, "sync"):
+        s = sub.add_parser("sync", help="mirror IMAP folders into raw.db")
+        mode = s.add_mutually_exclusive_group()
+        mode.add_argument("--once", action="store_true", help="one pass, then exit (the default)")
+        mode.add_argument("--daemon", action="store_true", help="keep syncing, indexing and answering searches")
+        s.add_argument("--account")
+        s.add_argument("--no-index", action="store_true", help="do not index after syncing")
+        s.set_defaults(func=cmd_sync)
 
-    s = sub.add_parser("reindex", help="bring index.db and the vectors up to date")
-    s.add_argument("--rebuild", action="store_true", help="delete both indexes and build them again")
-    s.add_argument("--keyword-only", action="store_true", help="skip the vectors")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_reindex)
+    if only in (None, "reindex"):
+        s = sub.add_parser("reindex", help="bring index.db and the vectors up to date")
+        s.add_argument("--rebuild", action="store_true", help="delete both indexes and build them again")
+        s.add_argument("--keyword-only", action="store_true", help="skip the vectors")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=cmd_reindex)
 
-    s = sub.add_parser("search", help="search mail: words, \"phrases\", -exclusions, from: after: label: ...",
-                       epilog="A word starting with - looks like an option to the shell's argument parser: "
-                              "put -- before the query (oaken search -- invoice -draft) or quote it whole.")
-    s.add_argument("query", nargs="*", help="words, \"phrases\", -exclusions and operators (see DESIGN.md)")
-    s.add_argument("--account")
-    s.add_argument("--limit", type=int, default=10)
-    s.add_argument("--offset", type=int, default=0)
-    s.add_argument("--sort", choices=["relevance", "date"], default="relevance")
-    s.add_argument("--thread", type=int)
-    s.add_argument("--json", action="store_true")
-    s.add_argument("--explain", action="store_true")
-    s.add_argument("--no-daemon", action="store_true", help="search in this process even if a daemon runs")
-    s.set_defaults(func=cmd_search)
+    if only in (None, "search"):
+        s = sub.add_parser("search", help="search mail: words, \"phrases\", -exclusions, from: after: label: ...",
+                           epilog="A word starting with - looks like an option to the shell's argument parser: "
+                                  "put -- before the query (oaken search -- invoice -draft) or quote it whole.")
+        s.add_argument("query", nargs="*", help="words, \"phrases\", -exclusions and operators (see DESIGN.md)")
+        s.add_argument("--account")
+        s.add_argument("--limit", type=int, default=10)
+        s.add_argument("--offset", type=int, default=0)
+        s.add_argument("--sort", choices=["relevance", "date"], default="relevance")
+        s.add_argument("--thread", type=int)
+        s.add_argument("--json", action="store_true")
+        s.add_argument("--explain", action="store_true")
+        s.add_argument("--no-daemon", action="store_true", help="search in this process even if a daemon runs")
+        s.set_defaults(func=cmd_search)
     return p
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command word, when argv names one before any option other than --config."""
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--config":
+            i += 2
+        elif argv[i].startswith("--config="):
+            i += 1
+        else:
+            return argv[i] if argv[i] in COMMANDS else None
+    return None
+
+
+COMMANDS = ("init", "import", "status", "triage", "show", "sync", "reindex", "search")
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(_command(sys.argv[1:] if argv is None else argv)).parse_args(argv)
         return args.func(args)
     except UsageError as e:
         print(f"oaken: {e}", file=sys.stderr)

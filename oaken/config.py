@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from oaken import paths
 from oaken.errors import ConfigError
 
 DEFAULT_CATEGORIES = (
@@ -170,21 +171,11 @@ _TOP_KEYS = ("default_account", "accounts", *_SECTIONS)
 
 def config_path() -> Path:
     """$OAKEN_HOME/config.toml, else the XDG config home's oaken/config.toml."""
-    home = os.environ.get("OAKEN_HOME")
-    if home:
-        return Path(home) / "config.toml"
-    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(xdg) / "oaken" / "config.toml"
+    return Path(paths.config_file())
 
 
 def resolve_data_dir(config: Config) -> Path:
-    if config.paths.data_dir:
-        return Path(config.paths.data_dir).expanduser()
-    home = os.environ.get("OAKEN_HOME")
-    if home:
-        return Path(home)
-    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(xdg) / "oaken"
+    return Path(paths.data_dir_of(config.paths.data_dir))
 
 
 def ensure_data_dir(config: Config) -> Path:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
 import stat
+import subprocess
+import sys
 import threading
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
-from oaken import api
+from oaken import api, paths
+from oaken import config as config_mod
 from oaken.config import Config, EmbedderConfig
 from oaken.index import indexer
 from oaken.search import engine, server
@@ -59,3 +64,61 @@ def test_a_dead_socket_means_search_here(cfg: Config) -> None:
     path = server.socket_path(cfg)
     path.write_text("")  # a stale file where the socket was
     assert server.ask(cfg, "notmuch", {}) is None
+
+
+def _command_in_a_new_process(home: Path, *args: str) -> tuple[dict, list[str]]:
+    """`oaken search --json ARGS` in a fresh interpreter: its answer and which heavy modules it loaded."""
+    code = ("import sys\n"
+            "from oaken.cli import main\n"
+            f"rc = main(['search', '--json', *{list(args)!r}])\n"
+            "loaded = [m for m in ('oaken.config', 'oaken.store', 'oaken.search.engine', 'apsw', 'dataclasses')"
+            " if m in sys.modules]\n"
+            "print('LOADED', ','.join(loaded), file=sys.stderr)\n"
+            "sys.exit(rc)\n")
+    env = {**os.environ, "OAKEN_HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    loaded = proc.stderr.split("LOADED ", 1)[1].strip()
+    return json.loads(proc.stdout), [m for m in loaded.split(",") if m]
+
+
+@pytest.mark.parametrize("elsewhere", [False, True])
+def test_the_command_asks_the_daemon_without_loading_the_engine(oaken_home: Path, tmp_path: Path,
+                                                                elsewhere: bool) -> None:
+    data_dir = tmp_path / "mail-data" if elsewhere else oaken_home
+    data_dir.mkdir(parents=True, exist_ok=True)
+    oaken_home.mkdir(parents=True, exist_ok=True)
+    # with data_dir set in config.toml, the client must read it to find the socket
+    (oaken_home / "config.toml").write_text(
+        '[embedder]\nmodel = "none"\n' + (f'[paths]\ndata_dir = "{data_dir}"\n' if elsewhere else ""))
+    cfg = config_mod.load()
+    assert cfg.data_dir == data_dir
+    api.import_mail([DATA], config=cfg)
+    indexer.update(cfg)
+    alone, loaded = _command_in_a_new_process(oaken_home, "notmuch")
+    assert "oaken.search.engine" in loaded  # no daemon: the command searched in its own process
+    stop = threading.Event()
+    srv = server.SearchServer(cfg, stop).start()
+    try:
+        answer, loaded = _command_in_a_new_process(oaken_home, "notmuch")
+    finally:
+        stop.set()
+        srv.thread.join(5)
+    assert loaded == []  # the daemon answered: no typed config, no store, no engine, no SQLite here
+    for d in (alone, answer):
+        d.pop("timings")
+    assert answer == alone and answer["hits"]
+
+
+def test_the_socket_is_found_from_the_config_file(oaken_home: Path, tmp_path: Path) -> None:
+    oaken_home.mkdir(parents=True)
+    config = oaken_home / "config.toml"
+    assert paths.socket_file() == str(oaken_home / "search.sock")  # no config file: the default place
+    config.write_text('[paths]\ndata_dir = "~/mail"\n')
+    assert paths.socket_file() == os.path.expanduser("~/mail/search.sock")
+    config.write_text('[index]\nchunk_words = 100\n# data_dir is not set here\n')
+    assert paths.socket_file() == str(oaken_home / "search.sock")
+    for broken in ('[paths\ndata_dir = "x"', '[paths]\ndata_dir = 3\n', 'paths = "data_dir"\n'):
+        config.write_text(broken)  # the caller then loads the config itself and reports the fault
+        assert paths.socket_file() is None
+    assert paths.socket_file(str(tmp_path / "missing.toml")) is None

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import json
 import socket
-from pathlib import Path
-from typing import Any
 
-from oaken import config as config_mod
-from oaken.config import Config
+from oaken.paths import SOCKET_NAME  # noqa: F401 - re-exported for the server
 
-SOCKET_NAME = "search.sock"
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cold search path
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from oaken.config import Config
 # What a client may pass: the keyword arguments of engine.search, nothing else.
 PARAMS = ("limit", "offset", "account", "thread", "sender", "after", "before", "labels", "disposition", "unread",
           "categories", "min_priority", "sort", "explain")
 
 
 def socket_path(config: Config) -> Path:
+    from oaken import config as config_mod
+
     return config_mod.resolve_data_dir(config) / SOCKET_NAME
 
 
@@ -31,13 +35,15 @@ def encode(obj: Any) -> bytes:
 
 def ask_raw(config: Config, query: str, params: dict[str, Any], timeout: float = 60.0) -> dict[str, Any] | None:
     """The daemon's answer as the response's JSON dict, or None when no daemon answers."""
-    path = socket_path(config)
-    if not path.exists():
-        return None
+    return ask_at(str(socket_path(config)), query, params, timeout)
+
+
+def ask_at(path: str, query: str, params: dict[str, Any], timeout: float = 60.0) -> dict[str, Any] | None:
+    """ask_raw for a socket path found without the typed config (oaken.paths.socket_file)."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
-            sock.connect(str(path))
+            sock.connect(path)
             sock.sendall(encode({"query": query, "params": {k: v for k, v in params.items() if k in PARAMS}}))
             data = sock.makefile("rb").readline()
     except OSError:

@@ -1,0 +1,60 @@
+"""Where Oaken's files live, answered without the typed config.
+
+A cold `oaken search` that the daemon answers needs only the socket's path, and loading
+oaken.config (dataclasses, validation) would cost more than the search itself. oaken.config asks
+this module too, so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+import os
+
+SOCKET_NAME = "search.sock"
+
+
+def config_file() -> str:
+    """$OAKEN_HOME/config.toml, else the XDG config home's oaken/config.toml."""
+    home = os.environ.get("OAKEN_HOME")
+    if home:
+        return os.path.join(home, "config.toml")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(xdg, "oaken", "config.toml")
+
+
+def default_data_dir() -> str:
+    """$OAKEN_HOME, else the XDG data home's oaken/: where data lives when [paths] data_dir is unset."""
+    home = os.environ.get("OAKEN_HOME")
+    if home:
+        return home
+    xdg = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(xdg, "oaken")
+
+
+def data_dir_of(configured: str | None) -> str:
+    """The data directory for a `[paths] data_dir` value ("" means the default)."""
+    return os.path.expanduser(configured) if configured else default_data_dir()
+
+
+def socket_file(config_path: str | None = None) -> str | None:
+    """The search socket's path for a config file (default: the usual one), or None when the file
+    cannot be read as TOML: the caller then loads the config properly and reports the fault."""
+    path = config_path or config_file()
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None if config_path else os.path.join(default_data_dir(), SOCKET_NAME)
+    except OSError:
+        return None
+    configured = ""
+    if b"data_dir" in text:  # TOML is parsed only when the file may name a data directory
+        import tomllib
+
+        try:
+            value = tomllib.loads(text.decode("utf-8")).get("paths", {}).get("data_dir", "")
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError):
+            return None
+        if not isinstance(value, str):
+            return None
+        configured = value
+    return os.path.join(data_dir_of(configured), SOCKET_NAME)
