@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import apsw
-import apsw.fts5query
 
 from oaken.config import IndexConfig
 from oaken.errors import IndexUnavailable, QueryError
@@ -274,8 +273,12 @@ def _filter_sql(f: KeywordFilters, alias: str = "m") -> tuple[list[str], list[ob
     if f.exclude_ids:
         conds.append(f"{alias}.id NOT IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(sorted(f.exclude_ids)))
-    subject = " AND ".join(f"subject : {quote(t)}" for t in f.subject_terms if t.strip())
+    subject = " AND ".join(f"subject : {quote(t)}" for t in _subject_terms(f))
     return conds, params, subject
+
+
+def _subject_terms(f: KeywordFilters) -> list[str]:
+    return [t for t in f.subject_terms if t.strip()]
 
 
 def _match_cols(api: apsw.FTS5ExtensionApi, *args: object) -> str:
@@ -337,8 +340,10 @@ class KeywordIndex:
     def query(self, match: str, filters: KeywordFilters = KeywordFilters(), limit: int = 50) -> list[KeywordChunkHit]:
         """Best chunks for an FTS5 MATCH expression, within the filters, best first."""
         conds, params, subject = _filter_sql(filters)
-        n_match = _phrase_count(match)
-        expr = " AND ".join(f"({p})" for p in (match.strip(), subject) if p)
+        # FTS5 numbers phrases in order: the subject filter's come first, one per term, so the
+        # phrases of `match` are numbered from n_subject on (no need to parse `match` to count them)
+        n_subject = len(_subject_terms(filters))
+        expr = " AND ".join(f"({p})" for p in (subject, match.strip()) if p)
         if not expr:
             raise QueryError("keyword query with no words: use KeywordIndex.newest for a query of filters only")
         where = " AND ".join(["fts MATCH ?", *conds])
@@ -366,7 +371,7 @@ class KeywordIndex:
             hits.append(KeywordChunkHit(
                 message=message, chunk=chunk, score=-rank, snippet=snippet,
                 columns=tuple(COLUMNS[i] for i in _ints(cols)),
-                phrases=tuple(p for p in _ints(phrases) if p < n_match),
+                phrases=tuple(p - n_subject for p in _ints(phrases) if p >= n_subject),
             ))
         return hits
 
@@ -470,30 +475,6 @@ class KeywordIndex:
 
     def seq(self) -> int:
         return self._run("SELECT value FROM meta WHERE key = 'seq'", [])[0][0]
-
-
-def _phrase_count(match: str) -> int:
-    """How many phrases FTS5 numbers in `match` (a "+" chain is one phrase)."""
-    if not match.strip():
-        return 0
-    try:
-        tree = apsw.fts5query.parse_query_string(match)
-    except Exception as e:  # noqa: BLE001 - apsw raises ValueError/ParseError for bad syntax
-        raise QueryError(f"keyword query {match!r} could not be read by FTS5 ({e}); quote each token with "
-                         "oaken.index.keyword.quote") from None
-
-    def count(node: object) -> int:
-        if isinstance(node, apsw.fts5query.PHRASE):
-            return 1
-        if isinstance(node, apsw.fts5query.NEAR):
-            return len(node.phrases)
-        if isinstance(node, apsw.fts5query.COLUMNFILTER):
-            return count(node.query)
-        if isinstance(node, apsw.fts5query.NOT):
-            return count(node.match) + count(node.no_match)
-        return sum(count(q) for q in getattr(node, "queries", ()))
-
-    return count(tree)
 
 
 # ---- writing ---------------------------------------------------------------------------------
