@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark of keyword search, measured against peers in the same run.
 
-1. Cold: the same queries through `oaken search` (a new process each time), `notmuch search` and a
-   bare `python3 -c pass`, on the Enron corpus (6,148 real messages): median wall times and ratios.
+1. Cold: the same queries through `oaken search` (a new process each time; searching in its own
+   process with --no-daemon, and answered by a warm daemon's socket), `notmuch search` and bare
+   Python starts, on the Enron corpus (6,148 real messages): median wall and CPU times, ratios.
    notmuch sorts by date; Oaken ranks by relevance.
 2. In-process: keyword search p50 and p95 at 10k and 100k messages. Beyond the real 6,148, messages
    are synthesised by replicating Enron messages with new Message-IDs and shifted dates.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import re
 import shutil
 import statistics
@@ -37,13 +39,29 @@ EXTRA = ["from:kenneth.lay", "is:unread invoice", "when will the california ener
          '"stock options" -donate', "", "label:inbox after:2001-01-01 power"]
 
 
-def _median_ms(cmd: list[str], runs: int, env: dict[str, str] | None = None) -> float:
-    times = []
+def _median_ms(cmd: list[str], runs: int, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(median wall ms, median CPU ms of the child process, user + system)."""
+    wall, cpu = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+        wall.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return statistics.median(wall) * 1000, statistics.median(cpu) * 1000
+
+
+_SERVE = """
+import sys, threading
+from oaken import config
+from oaken.search.server import SearchServer
+stop = threading.Event()
+SearchServer(config.load(), stop).start()
+print("ready", flush=True)
+sys.stdin.read()
+stop.set()
+"""
 
 
 def _config(home: Path):  # type: ignore[no-untyped-def]
@@ -145,16 +163,31 @@ def cold(home: Path, work: Path, runs: int) -> None:
     shim = path_py if Path(path_py).read_bytes()[:2] == b"#!" else None
     bares = {"venv py": [sys.executable, "-c", "pass"], "/usr/bin/py3": ["/usr/bin/python3", "-c", "pass"],
              "PATH py3": [path_py, "-c", "pass"]}
-    rows = []
-    for q in QUERIES:
-        o = _median_ms([*oaken, q], runs, env)
-        n = _median_ms(["notmuch", f"--config={nm_conf}", "search", "--limit=10", q], runs)
-        rows.append((q, o, n, *(_median_ms(cmd, runs) for cmd in bares.values())))
-    print(f"  {'query':22} {'oaken':>8} {'notmuch':>8}" + "".join(f" {k:>12}" for k in bares)
-          + f" {'oaken/venv':>10} {'oaken/nm':>9}")
-    med = ("median", *(statistics.median(col) for col in zip(*[r[1:] for r in rows])))
-    for q, o, n, *b in [*rows, med]:
-        print(f"  {q:22} {o:8.1f} {n:8.1f}" + "".join(f" {x:12.1f}" for x in b) + f" {o / b[0]:10.2f} {o / n:9.2f}")
+    # `oaken search` twice: searching in its own process (--no-daemon), and answered by a warm
+    # daemon's socket (the process then only parses arguments, asks and prints)
+    daemon = subprocess.Popen([sys.executable, "-c", _SERVE], env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert daemon.stdout is not None and daemon.stdout.readline().strip() == "ready", "search server did not start"
+        rows = []
+        for q in QUERIES:
+            rows.append((q, _median_ms([*oaken, "--no-daemon", q], runs, env), _median_ms([*oaken, q], runs, env),
+                         _median_ms(["notmuch", f"--config={nm_conf}", "search", "--limit=10", q], runs),
+                         *(_median_ms(cmd, runs) for cmd in bares.values())))
+    finally:
+        daemon.communicate("")
+    names = ["oaken", "oaken+d", "notmuch", *bares]
+    print("  wall ms (CPU ms of the process in brackets); oaken = --no-daemon, oaken+d = a daemon answers")
+    print(f"  {'query':18}" + "".join(f" {k:>14}" for k in names) + f" {'oaken/venv':>11} {'oaken+d/venv':>13}")
+    cols = list(zip(*[r[1:] for r in rows]))
+    med = ("median", *((statistics.median(w for w, _ in col), statistics.median(c for _, c in col)) for col in cols))
+    for q, *cells in [*rows, med]:
+        o, d, _n, venv = cells[0], cells[1], cells[2], cells[3]
+        print(f"  {q:18}" + "".join(f" {w:6.1f} [{c:5.1f}]" for w, c in cells)
+              + f" {o[0] / venv[0]:5.2f} [{o[1] / venv[1]:4.2f}] {d[0] / venv[0]:6.2f} [{d[1] / venv[1]:4.2f}]")
+    m = dict(zip(names, med[1:]))
+    print(f"  ratios of medians, wall: oaken / PATH python3 {m['oaken'][0] / m['PATH py3'][0]:.2f}, "
+          f"oaken / notmuch {m['oaken'][0] / m['notmuch'][0]:.1f}, oaken+d / notmuch {m['oaken+d'][0] / m['notmuch'][0]:.1f}")
     if shim:
         print(f"  (PATH python3 is {shim}, a script: a pyenv shim starts a shell before Python)")
     print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
