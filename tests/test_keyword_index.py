@@ -80,6 +80,11 @@ def test_phrases_matched_per_chunk_for_graded_matching(indexed: Config) -> None:
                                      ["mairix", "maildir", "eagle", "zzznotaword"])
         assert present[original] == frozenset({"mairix", "maildir"})
         assert present[message_id_of(indexed, "enron-lay-sent-4.eml")] == frozenset({"eagle"})
+        # a subject filter adds phrases of its own to the MATCH: the numbers stay those of `match`
+        with_subject = idx.query(match, KeywordFilters(subject_terms=("working", "storage")), 20)
+        assert original in {h.message for h in with_subject}
+        assert any(h.phrases == (0, 1) for h in with_subject)
+        assert all(set(h.phrases) <= {0, 1} for h in with_subject)
 
 
 def test_filters(indexed: Config) -> None:
