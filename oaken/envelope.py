@@ -155,16 +155,40 @@ _WANTED = frozenset({"message-id", "subject", "from", "sender", "to", "cc", "dat
 _HEADER = re.compile(rb"^([\x21-\x39\x3b-\x7e]+)[ \t]*:[ \t]*(.*)$", re.S)
 
 
+# A header block of nothing but header lines and their folded continuations (nearly every message
+# from an IMAP server): its wanted headers are found by one regex scan instead of a loop per line.
+_PLAIN_BLOCK = re.compile(rb"[\x21-\x39\x3b-\x7e]+[ \t]*:[^\n]*(?:\n(?:[\x21-\x39\x3b-\x7e]+[ \t]*:|[ \t])[^\n]*)*")
+# after a newline (the block is read with one prepended): a literal first byte lets the scan skip
+_WANTED_HEADER = re.compile(rb"\n((?i:" + b"|".join(sorted(n.encode() for n in _WANTED)) + rb"))[ \t]*:"
+                            rb"([^\n]*(?:\n[ \t][^\n]*)*)")
+_NAMES: dict[bytes, str] = {}  # header names as written -> lower case
+
+
 def _header_block(raw: bytes) -> tuple[dict[str, list[str]], list[str]]:
     """Headers by lower-case name, unfolded, as text. The RFC 822 header grammar is simple enough
-    that a line scan reads it at several times the speed of the email package's feed parser."""
+    that a line scan reads it at several times the speed of the email package's feed parser, and a
+    plain block (no mbox line, no blank or broken line) is read by a regex scan faster still."""
+    crlf = raw.find(b"\r\n\r\n")
+    lf = raw.find(b"\n\n", 0, len(raw) if crlf == -1 else crlf + 1)  # the first blank line of either kind
+    cut = min(i for i in (crlf, lf, len(raw)) if i != -1)
+    block = raw[:cut]
+    if _PLAIN_BLOCK.fullmatch(block) is None:
+        return _header_lines(block)
+    headers: dict[str, list[str]] = {}
+    for m in _WANTED_HEADER.finditer(b"\n" + block):
+        written, value = m.groups()
+        name = _NAMES.get(written)
+        if name is None:
+            name = _NAMES.setdefault(written, written.decode("ascii").lower())
+        value = value.strip() if b"\n" not in value else b" ".join(part.strip() for part in value.split(b"\n"))
+        headers.setdefault(name, []).append(value.decode("utf-8", "replace"))
+    return headers, []
+
+
+def _header_lines(block: bytes) -> tuple[dict[str, list[str]], list[str]]:
+    """_header_block for any block, line by line: an mbox line, blank lines, a broken line."""
     problems: list[str] = []
-    cut = len(raw)
-    for sep in (b"\r\n\r\n", b"\n\n"):
-        i = raw.find(sep)
-        if i != -1 and i < cut:
-            cut = i
-    lines = raw[:cut].split(b"\n")
+    lines = block.split(b"\n")
     if lines and lines[0].startswith(b"From "):
         lines = lines[1:]  # an mbox separator line
     headers: dict[str, list[str]] = {}

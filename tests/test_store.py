@@ -7,6 +7,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from oaken import envelope
 from oaken import store as store_mod
 from oaken.errors import NotFound, StoreError, TriageError
 from oaken.config import DEFAULT_CATEGORIES
@@ -209,3 +210,98 @@ def test_status_shape(store: Store) -> None:
 def test_integrity(store: Store) -> None:
     add(store, msg("i@x"))
     assert store.integrity_check() == "ok"
+
+
+def _thread_groups(store: Store) -> set[frozenset[str]]:
+    """Threads as sets of Message-IDs: comparable between two stores whatever the thread ids."""
+    groups: dict[int, set[str]] = {}
+    for m in store.all_message_ids():
+        meta = store.meta(m)
+        groups.setdefault(meta.thread, set()).add(meta.message_id or f"none:{meta.content_hash[:8]}")
+    return {frozenset(g) for g in groups.values()}
+
+
+def test_a_batch_is_stored_as_if_message_by_message(tmp_path: Path) -> None:
+    earlier = [msg("x@x", "one", irt="<p@x>"), msg("y@x", "two", irt="<q@x>"), msg("r@x", "Budget")]
+    batch = [
+        msg("b@x", "Re: plan", irt="<a@x>"),  # a reply before its parent
+        msg("c@x", "Re: plan", refs="<a@x> <b@x>"),
+        msg("a@x", "plan"),
+        msg("m@x", "both", refs="<p@x> <q@x>"),  # joins two threads stored earlier
+        msg("n@x", "and", refs="<b@x> <m@x>"),  # then merges this batch's two threads
+        msg("s@x", "RE: Budget"),  # subject fallback to an earlier thread
+        msg("a@x", "plan"),  # the same message twice in one batch: stored once, two locations
+        msg("x@x", "one", irt="<p@x>"),  # stored earlier: a location only
+        msg(None, body="no id\n"), msg(None, body="no id\n"),
+    ]
+    stores = {name: Store(tmp_path / f"{name}.db") for name in ("single", "batch")}
+    results = {}
+    for name, s in stores.items():
+        aid = s.ensure_account("a")
+        fid = s.ensure_folder(aid, "INBOX").id
+        with s.transaction():
+            for uid, raw in enumerate(earlier, start=1):
+                s.add_message(aid, raw, folder_id=fid, uidvalidity=1, uid=uid)
+        seq = s.seq()
+        with s.transaction():
+            if name == "single":
+                results[name] = [s.add_message(aid, raw, folder_id=fid, uidvalidity=1, uid=uid, internaldate=1709600000)
+                                 for uid, raw in enumerate(batch, start=10)]
+            else:
+                items = [store_mod.Incoming(raw, envelope.content_hash(raw), envelope.read(raw), fid, 1, uid,
+                                            internaldate=1709600000) for uid, raw in enumerate(batch, start=10)]
+                results[name] = s.add_messages(aid, items)
+            # the uid of the first location is taken: nothing new, whatever the bytes
+            taken = s.add_message(aid, msg("late@x"), folder_id=fid, uidvalidity=1, uid=10)
+            assert taken.new_message and not taken.new_location
+        changes = s.changes_since(seq)
+        assert len({c.seq for c in changes}) == len(changes)  # one seq per change: no run to cut
+        assert {c.message for c in changes} >= {r.message for r in results[name]}
+    single, batch_store = stores["single"], stores["batch"]
+    flags = [(r.new_message, r.new_location) for r in results["single"]]
+    assert flags == [(r.new_message, r.new_location) for r in results["batch"]]
+    assert flags[6] == (False, True) and flags[7] == (False, True) and flags[9] == (False, True)
+    assert _thread_groups(single) == _thread_groups(batch_store)
+    assert {"m@x", "n@x", "x@x", "y@x", "a@x", "b@x", "c@x"} in _thread_groups(batch_store)
+    assert {"s@x", "r@x"} in _thread_groups(batch_store)
+    for m in batch_store.all_message_ids():
+        assert batch_store.meta(m).folders == single.meta(m).folders
+        assert len(batch_store.locations(m)) == len(single.locations(m))
+    for s in stores.values():
+        s.close()
+
+
+def test_a_location_added_after_a_batch_is_in_the_change_feed(store: Store) -> None:
+    aid = store.ensure_account("a")
+    fid = store.ensure_folder(aid, "INBOX").id
+    raw = msg("f@x")
+    with store.transaction():
+        [r] = store.add_messages(aid, [store_mod.Incoming(raw, envelope.content_hash(raw), envelope.read(raw), fid, 1, 1)])
+    seq = store.seq()
+    assert store.changes_since(0)[-1].message == r.message and store.changes_since(seq) == []
+    other = store.ensure_folder(aid, "Archive").id
+    with store.transaction():
+        store.add_message(aid, raw, folder_id=other, uidvalidity=1, uid=1)
+    assert [c.message for c in store.changes_since(seq)] == [r.message]
+
+
+def test_a_database_of_the_first_schema_is_migrated_with_its_change_feed(tmp_path: Path) -> None:
+    path = tmp_path / "raw.db"
+    db = apsw.Connection(str(path))
+    db.execute(store_mod.MIGRATIONS[0][1])
+    db.execute("PRAGMA user_version=1")
+    db.execute("INSERT INTO accounts(name) VALUES ('a')")
+    db.execute("INSERT INTO folders(account_id, name) VALUES (1, 'INBOX')")
+    db.execute("INSERT INTO messages(account_id, message_id, content_hash, raw, size, date, date_source, "
+               "thread_id, added_at) VALUES (1, 'old@x', 'h', x'00', 1, 0, 'header', 1, 0)")
+    db.close()
+    s = Store(path)
+    assert s.db.execute("PRAGMA user_version").fetchone()[0] == len(store_mod.MIGRATIONS)
+    seq = s.seq()
+    assert seq == 1  # the old trigger numbered the old message
+    with s.transaction():  # a new location of the old message is a change
+        s.db.execute("INSERT INTO locations(message, folder_id, uid, uidvalidity) VALUES (1, 1, 5, 1)")
+    assert [c.message for c in s.changes_since(seq)] == [1]
+    r = add(s, msg("new@x"), uidvalidity=1, uid=6)
+    assert [c.message for c in s.changes_since(seq)] == [1, r.message]
+    s.close()

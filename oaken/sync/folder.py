@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # imported when a download needs them: a sync with nothing ne
     from concurrent.futures import Executor, Future
 
 from oaken import crashpoints, envelope, log
-from oaken.store import Folder, Store
+from oaken.store import Folder, Incoming, Store
 from oaken.sync.imap import Connection, Selected, StoreResult, flag_names, internaldate, modseq_of
 
 HEADER_ITEMS = b"UID RFC822.SIZE FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
@@ -245,22 +245,25 @@ class FolderSync:
                 read = iter(future.result())
             except Exception as e:  # noqa: BLE001 - a broken worker costs speed, never mail
                 self.log.warning("header worker failed; reading here", error=f"{type(e).__name__}: {e}")
-        added = 0
+        items: list[Incoming] = []
+        for uid in sorted(fetched):
+            item = fetched[uid]
+            raw = item.get(b"BODY[]")
+            if raw is None:
+                continue
+            raw = bytes(raw)
+            digest, env = next(read) if read else (envelope.content_hash(raw), envelope.read(raw))
+            items.append(Incoming(raw, digest, env, f.id, sel.uidvalidity, uid,
+                                  _with_pending(flag_names(item.get(b"FLAGS", ())), overlay.get(uid, ())),
+                                  internaldate(item.get(b"INTERNALDATE")), f"imap:{f.name}", modseq_of(item)))
+        half = len(items) // 2 + 1  # the crash point lands with half the batch written, as it did per message
         with self.store.transaction():
-            for n, uid in enumerate(sorted(fetched)):
-                item = fetched[uid]
-                raw = item.get(b"BODY[]")
-                if raw is None:
-                    continue
-                flags = _with_pending(flag_names(item.get(b"FLAGS", ())), overlay.get(uid, ()))
-                result = self.store.add_message(
-                    self.account_id, bytes(raw), folder_id=f.id, uidvalidity=sel.uidvalidity, uid=uid,
-                    flags=flags, internaldate=internaldate(item.get(b"INTERNALDATE")),
-                    modseq=modseq_of(item), source=f"imap:{f.name}", read=next(read) if read else None)
-                added += int(result.new_location)
-                self.counts["bytes"] += len(raw)
-                if n == len(fetched) // 2:
-                    crashpoints.reached("sync.mid_batch", folder=f.name, uid=uid)
+            results = self.store.add_messages(self.account_id, items[:half])
+            if items:
+                crashpoints.reached("sync.mid_batch", folder=f.name, uid=items[half - 1].uid)
+            results += self.store.add_messages(self.account_id, items[half:])
+            added = sum(r.new_location for r in results)
+            self.counts["bytes"] += sum(len(it.raw) for it in items)
             crashpoints.reached("sync.before_state", folder=f.name, uid=batch[-1])
             if advance_state:
                 uidnext = max(sel.uidnext, batch[-1] + 1, start) if last else batch[-1] + 1
