@@ -44,6 +44,11 @@ ANN_MIN_ROWS = 10_000  # brute force below (exact; ~20 ms at 10k with prefilters
 RETENTION_SECONDS = 60.0  # a version outlives its successor by this long: longer than any search
 MAINTAIN_EVERY = 20  # writes between compactions
 ANN_EF = 300  # HNSW search beam (ignored by brute force)
+# HNSW build beam. LanceDB's default, 300, built Enron's 22,130 real chunk vectors in 3.4-3.8 s;
+# 100 in 1.4 s with recall@10 0.975 against 0.976 (200 near-duplicate queries, exact top-10 by
+# score; query p50 2.6 ms either way): the default's cost is most of what the embedding pass adds
+# to the backend's own time on a first reindex.
+ANN_EF_CONSTRUCTION = 100
 
 
 @dataclass(frozen=True)
@@ -400,7 +405,7 @@ class VectorStore:
         if index and not out["indexed"] and self.count() >= self.ann_min_rows:
             from lancedb.index import IvfHnswSq
 
-            table.create_index("vector", config=IvfHnswSq(distance_type="cosine"))
+            table.create_index("vector", config=IvfHnswSq(distance_type="cosine", ef_construction=ANN_EF_CONSTRUCTION))
             out["indexed"] = True
         table.optimize()  # compaction and index update; its own cleanup keeps a week of versions
         older = self._safe_older_than()
