@@ -13,6 +13,7 @@ import fcntl
 import os
 import random
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -78,7 +79,7 @@ class Backoff:
         self.failures = 0
 
 
-def index_now(config: Config, *, keyword_only: bool = False) -> bool:
+def index_now(config: Config, *, keyword_only: bool = False, stop: threading.Event | None = None) -> bool:
     """Bring the indexes up to date with raw.db, if the index package is there. Its failure is
     logged, never fatal to sync (the indexes can always be rebuilt from raw.db). True if it ran."""
     try:
@@ -86,7 +87,7 @@ def index_now(config: Config, *, keyword_only: bool = False) -> bool:
     except ImportError:
         return False
     try:
-        indexer.update(config, keyword_only=keyword_only)
+        indexer.update(config, keyword_only=keyword_only, stop=stop)
         return True
     except Exception as e:  # noqa: BLE001 - indexing must never stop the mirror
         log.get("oaken.daemon").error("indexing failed", error=f"{type(e).__name__}: {e}")
@@ -118,7 +119,7 @@ class IndexWorker:
             self.due.clear()
             index_now(self.config, keyword_only=True)
             if not self.due.wait(timeout=0.5) and not self.stopping.is_set():
-                index_now(self.config)  # vectors, when nothing new is waiting
+                index_now(self.config, stop=self.stopping)  # vectors, when nothing new is waiting
 
     def stop(self, timeout: float = 30.0) -> None:
         self.stopping.set()
@@ -246,6 +247,9 @@ class Daemon:
             self._loop(syncer)
         finally:
             syncer.close()
+            backends = sys.modules.get("oaken.index.backends")  # loaded only if an embedder was
+            if backends is not None:
+                backends.stop_preparing()  # a first model export in a child process: not worth waiting for
             if self.indexer is not None:
                 self.indexer.stop()
             for conn in list(self._idle_conns):

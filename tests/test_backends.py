@@ -197,3 +197,13 @@ def test_a_failed_export_leaves_nothing_and_says_where(tmp_path: Path) -> None:
     with pytest.raises(VectorUnavailable, match=r"exporting onnx-int8-v1 into .*onnx-int8-v1 failed: OSError: No space"):
         artifacts.artifact(tmp_path, "onnx-int8-v1", build, done="model.onnx")
     assert [p.name for p in tmp_path.iterdir()] == [".lock"]
+
+
+def test_an_export_killed_midway_is_cleared_by_the_next(tmp_path: Path) -> None:
+    stale = tmp_path / ".onnx-int8-v1-abc123"  # what a SIGKILL during an export leaves
+    stale.mkdir()
+    (stale / "model.onnx").write_bytes(b"half a model")
+    built = artifacts.artifact(tmp_path, "onnx-int8-v1", lambda f: (f / "model.onnx").write_bytes(b"model"),
+                               done="model.onnx")
+    assert (built / "model.onnx").read_bytes() == b"model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "onnx-int8-v1"]

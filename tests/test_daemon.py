@@ -159,3 +159,32 @@ def test_the_daemon_indexes_what_it_stores(imap_box: Mailbox, real_mail, tmp_pat
     _wait("new mail indexed", lambda: keyword.status(data_dir)["messages"] == 7, timeout=60)
     assert _stop(proc) == 0
     assert "indexing failed" not in log.read_text()
+
+
+def test_sigterm_during_the_first_model_export_exits_0(imap_box: Mailbox, real_mail, tmp_path: Path, daemons):
+    """The first use of a fast backend exports it for about a minute; that runs in a child process
+    (oaken.index.backends.prepare), so a SIGTERM meanwhile stops the daemon cleanly (it used to
+    end in SIGABRT with native export threads running) and the child follows its parent."""
+    imap_box.fill("INBOX", real_mail[:3])
+    data = imap_box.config_dict()
+    data["embedder"] = {"model": "all-MiniLM-L6-v2", "backend": "onnx-int8"}  # not exported in this data dir
+    imap_box.write_config(data)
+    data_dir = config_mod.resolve_data_dir(config_mod.load())
+    log = tmp_path / "export.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "oaken.cli", "sync", "--daemon"], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
+    daemons.append(proc)
+
+    def preparing() -> list[int]:
+        found = subprocess.run(["pgrep", "-f", f"oaken.index.backends.prepare onnx-int8 {data_dir} "],
+                               capture_output=True, text=True).stdout.split()
+        return [int(pid) for pid in found]
+
+    _wait("the export under way in a child", lambda: "embedder_export" in log.read_text() and bool(preparing()),
+          timeout=120)
+    _wait("the first batch", lambda: _count() == 3, timeout=60)  # the daemon is in its loop
+    assert _stop(proc) == 0, log.read_text()[-3000:]
+    _wait("the exporting child to end with its parent", lambda: not preparing(), timeout=10)
+    # the int8 export did not finish, and nothing half-made was taken for done
+    assert not list((data_dir / "models").rglob("onnx-int8-v1/model.onnx"))

@@ -79,15 +79,19 @@ def open_store(config: Config, *, create: bool = False) -> VectorStore:
 
 
 def embed_pending(config: Config, *, progress: Callable[[int], None] | None = None, limit: int | None = None,
-                  embedder: Embedder | None = None) -> EmbedReport:
-    """Embed what index.db holds and vectors/ lacks; `limit` caps the chunks embedded this call.
+                  embedder: Embedder | None = None, stop: threading.Event | None = None) -> EmbedReport:
+    """Embed what index.db holds and vectors/ lacks; `limit` caps the chunks embedded this call,
+    `stop` ends it after the window being embedded (what is left stays pending).
 
     `progress(n)` is called with the number of chunks written since the last call."""
     from oaken.index.keyword import KeywordIndex
     from oaken.store import open_store as open_raw
 
     started = time.monotonic()
-    embedder = embedder or load_embedder(config)
+    if embedder is None:
+        # LanceDB's import (~1.3 s, mostly pydantic) overlaps with loading the model (mostly native)
+        threading.Thread(target=_import_lancedb, name="oaken-import-lancedb", daemon=True).start()
+        embedder = load_embedder(config)
     if embedder is None:
         return EmbedReport(None, 0, 0, 0, 0, 0, 0, False, 0.0)
     data_dir = config_mod.resolve_data_dir(config)
@@ -115,11 +119,19 @@ def embed_pending(config: Config, *, progress: Callable[[int], None] | None = No
         total_todo = sum(n for _, n in todo)
         if limit is not None:
             todo = _take(todo, limit)
-        embedded, encoded = _embed_messages(store, index, raw, embedder, [m for m, _ in todo], progress)
-        store.maintain()
+        embedded, encoded = _embed_messages(store, index, raw, embedder, [m for m, _ in todo], progress, stop)
+        if stop is None or not stop.is_set():  # the ANN index can wait for the next pass
+            store.maintain()
         _write_cursor(data_dir, raw_seq)
     return EmbedReport(fp.model, len(wanted), embedded, encoded, removed, refreshed,
                        max(0, total_todo - embedded), rebuilt, round(time.monotonic() - started, 3))
+
+
+def _import_lancedb() -> None:
+    try:
+        import lancedb  # noqa: F401
+    except Exception:  # noqa: BLE001 - the caller's own import reports it
+        pass
 
 
 def stored_backends(store: VectorStore) -> list[str]:
@@ -253,7 +265,8 @@ class _Writer:
 
 
 def _embed_messages(store: VectorStore, index: "KeywordIndex", raw: "Store", embedder: Embedder,
-                    messages: Sequence[int], progress: Callable[[int], None] | None) -> tuple[int, int]:
+                    messages: Sequence[int], progress: Callable[[int], None] | None,
+                    stop: threading.Event | None = None) -> tuple[int, int]:
     """Embed every body chunk of `messages`, windows of about WINDOW_CHUNKS chunks."""
     if not messages:
         return 0, 0
@@ -262,6 +275,8 @@ def _embed_messages(store: VectorStore, index: "KeywordIndex", raw: "Store", emb
     try:
         with open_cache(store.path.parent) as cache:
             for window in _message_windows(index, messages):
+                if stop is not None and stop.is_set():
+                    break
                 metas = raw.metas({c.message for c in window})
                 chunks = [c for c in window if c.message in metas]  # deleted from raw.db meanwhile
                 vectors, n = embed_cached([embed_text(c) for c in chunks], model=embedder.fingerprint,

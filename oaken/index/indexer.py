@@ -17,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
+import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -80,6 +82,17 @@ def _parse_parts(job: _Job) -> _Parts:
             parsed.problem, [(c.kind, c.tokens, c.text) for c in chunks])
 
 
+
+# Native runtimes that run threads of their own: a fork of a process holding them may inherit a
+# lock held mid-operation (LanceDB warns so). The daemon loads them for its vector passes.
+_THREADED_RUNTIMES = ("lancedb", "openvino", "onnxruntime", "torch")
+
+
+def _start_method() -> str:
+    """fork (quick: the worker starts with the parser already imported), unless this process runs
+    native threads by now; then forkserver, whose server has none."""
+    return "forkserver" if any(m in sys.modules for m in _THREADED_RUNTIMES) else "fork"
+
 class _Parser:
     """Parses messages on every core: one worker process beside this one.
 
@@ -96,7 +109,7 @@ class _Parser:
     def _get_pool(self) -> ProcessPoolExecutor | None:
         if self._pool is None and (os.cpu_count() or 1) > 1:
             try:
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(_start_method()))
             except (OSError, ValueError):
                 return None
         return self._pool
@@ -262,7 +275,8 @@ def pending(cfg: Config, *, rebuild: bool = False) -> int:
         return store.count_changes_since(seq)
 
 
-def _vector_pass(cfg: Config, progress: Progress | None) -> dict[str, Any] | None:
+def _vector_pass(cfg: Config, progress: Progress | None, stop: threading.Event | None = None
+                 ) -> dict[str, Any] | None:
     """The embedding pass of the vector side, after the keyword pass; its failure is reported, not
     raised: keyword search is complete without it."""
     try:
@@ -270,7 +284,7 @@ def _vector_pass(cfg: Config, progress: Progress | None) -> dict[str, Any] | Non
     except ImportError:
         return None
     try:
-        report = embedding.embed_pending(cfg, progress=progress)
+        report = embedding.embed_pending(cfg, progress=progress, stop=stop)
     except OakenError as e:
         log.get("oaken.index").warning("index.vectors_failed", error=str(e))
         return {"error": str(e), "code": getattr(e, "code", "error")}
@@ -278,15 +292,16 @@ def _vector_pass(cfg: Config, progress: Progress | None) -> dict[str, Any] | Non
 
 
 def update(config: Config | None = None, *, keyword_only: bool = False, progress: Progress | None = None,
-           vector_progress: Progress | None = None) -> IndexReport:
+           vector_progress: Progress | None = None, stop: threading.Event | None = None) -> IndexReport:
     """Index what changed in raw.db since the last run: keyword first, then (unless keyword_only) vectors.
+    `stop` (the daemon stopping) ends the vector pass early; what it left stays pending.
 
     `progress(n)` counts messages of the keyword pass, `vector_progress(n)` chunks embedded.
     A corrupt or locked index.db raises IndexUnavailable; `reindex(rebuild=True)` repairs it."""
     cfg = config if config is not None else config_mod.load()
     report = keyword_pass(cfg, progress=progress)
     if not keyword_only:
-        vec = _vector_pass(cfg, vector_progress)
+        vec = _vector_pass(cfg, vector_progress, stop)
         if vec is not None:
             report = dataclasses.replace(report, vectors=vec)
     return report

@@ -23,6 +23,8 @@ Exports live in data_dir/models/ (oaken.index.backends.artifacts) and are made o
 from __future__ import annotations
 
 import importlib.util
+import os
+import threading
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from oaken.index.embedders import Embedder
     from oaken.index.fidelity import Fidelity, Sample
 
+_IN_CHILD = "OAKEN_BACKEND_PREPARE"  # = oaken.index.backends.prepare.IN_CHILD (not imported: it is a script)
+_STOP_PREPARING = threading.Event()  # set once, when the process is shutting down
 AUTO = "auto"
 REFERENCE = "torch-fp32"
 ALIASES = {"torch": REFERENCE}
@@ -181,6 +185,8 @@ def load_backend(name: str, data_dir: Path, *, threads: int = 0, batch_size: int
     missing = installed(name)
     if missing:
         raise VectorUnavailable("no_embedder", f"[embedder] backend {name!r}: {missing}")
+    if sample is None and not _prepared(name, Path(data_dir)):
+        _prepare_in_child(name, Path(data_dir), threads, batch_size)
     try:
         embedder = BACKENDS[name].load(Path(data_dir), threads, batch_size)
         result = check(name, embedder, Path(data_dir), threads=threads, batch_size=batch_size, sample=sample)
@@ -191,6 +197,52 @@ def load_backend(name: str, data_dir: Path, *, threads: int = 0, batch_size: int
                                                f"{type(exc).__name__}: {exc}") from exc
     fidelity.require(result)
     return embedder
+
+
+def _prepared(name: str, data_dir: Path) -> bool:
+    """Exported and checked already (the check is cached only after the export loaded), or
+    being prepared by this very process (the child of _prepare_in_child)?"""
+    if name == REFERENCE or os.environ.get(_IN_CHILD):
+        return True
+    from oaken.index import fidelity
+
+    identity = fidelity.identity_of(name, BACKENDS[name].artifact(), fidelity.load_sample())
+    return fidelity_store(data_dir).result(name, identity) is not None
+
+
+def _prepare_in_child(name: str, data_dir: Path, threads: int, batch_size: int) -> None:
+    """Export and check `name` in a child process (oaken.index.backends.prepare says why)."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oaken.index.backends.prepare", name, str(data_dir), str(threads), str(batch_size),
+         str(os.getpid())],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, _IN_CHILD: "1"})
+    while True:
+        try:
+            out, _ = proc.communicate(timeout=0.5)
+            break
+        except subprocess.TimeoutExpired:
+            if _STOP_PREPARING.is_set():
+                proc.terminate()  # the export's lock and temporary folder make this harmless
+                proc.communicate()
+                raise VectorUnavailable("no_embedder", f"[embedder] backend {name!r}: export interrupted because "
+                                                       "Oaken is stopping; it starts again on the next run") from None
+    try:
+        answer = json.loads(out.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        answer = {"ok": False, "error": f"[embedder] backend {name!r}: preparing it in a child process failed "
+                                         f"(exit status {proc.returncode}); its log is above"}
+    if not answer.get("ok"):
+        raise VectorUnavailable("no_embedder", str(answer.get("error")))
+
+
+def stop_preparing() -> None:
+    """Interrupt exports under way in child processes, now and later in this process: the daemon
+    calls it when it stops, so that no thread of it waits a minute for an export."""
+    _STOP_PREPARING.set()
 
 
 def choose(data_dir: Path, *, threads: int = 0, batch_size: int = 64,

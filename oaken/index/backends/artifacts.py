@@ -70,6 +70,8 @@ def artifact(root: Path, name: str, build: Callable[[Path], None], *, done: str)
             return final
         from oaken import log
 
+        for stale in root.glob(f".{name}-*"):  # left by an export that was killed (we hold the lock)
+            shutil.rmtree(stale, ignore_errors=True)
         log.get().info("embedder_export", artifact=name, folder=str(final), note="once per data directory")
         started = time.monotonic()
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
