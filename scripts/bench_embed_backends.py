@@ -7,10 +7,12 @@ chunks, and recall@10: how often a first sentence finds its own chunk) and on th
 (the check Oaken runs), and each figure's ratio to torch fp32. With --pipeline N, N messages are imported and keyword
 indexed, and each backend also runs Oaken's embedding pass (embed_pending: index.db and raw.db
 read, embedding cache, LanceDB writes overlapped with encoding) from empty vectors/ and cache,
-against its own raw embed_documents on the same texts.
+against its own raw embed_documents on the same texts. With --reindex-rounds N, the whole corpus
+also goes through `oaken reindex` (a process) with the fastest backend, alternated with that
+backend's raw embed_documents on the same distinct texts: the issue's end-to-end figure.
 
     .venv/bin/python scripts/bench_embed_backends.py [--short 400] [--long 200] [--queries 100]
-        [--backends torch-fp32,onnx-int8,...] [--data-dir DIR] [--corpus DIR]
+        [--backends torch-fp32,onnx-int8,...] [--data-dir DIR] [--corpus DIR] [--reindex-rounds N]
 
 Exports are cached in --data-dir (a temporary folder by default, so the first run also shows
 the export times).
@@ -106,6 +108,42 @@ def pipeline_rate(cfg, texts: list[str], embedder, rounds: int) -> tuple[float, 
     return raw, pipeline, written
 
 
+def reindex_rate(corpus: Path, backend: str, embedder, exports: Path, rounds: int) -> None:
+    """The whole corpus through `oaken reindex` (a process: LanceDB import, model load, embedding
+    pass, ANN index) against the raw backend on the same distinct texts, alternated, same run."""
+    import os
+    import resource
+    import subprocess
+
+    from oaken import config as config_mod
+    from oaken.index import embed_cache, vectors
+
+    work = Path(tempfile.mkdtemp(prefix="oaken-bench-reindex-"))
+    cfg, texts = pipeline_setup(corpus, 10**9, work)
+    home = config_mod.resolve_data_dir(cfg)
+    (home / "models").symlink_to(exports / "models", target_is_directory=True)  # exported once, above
+    config = home / "config.toml"
+    config.write_text(f'[paths]\ndata_dir = "{home}"\n[embedder]\nbackend = "{backend}"\n')
+    print(f"\nwhole corpus through `oaken reindex` ({backend}): {len(texts)} distinct chunk texts")
+    embedder.embed_documents(texts[:64])
+    for r in range(rounds):
+        t = time.perf_counter()
+        embedder.embed_documents(texts)
+        raw_s = time.perf_counter() - t
+        vectors.drop(home)
+        (home / embed_cache.CACHE_FILE).unlink(missing_ok=True)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "oaken.cli", "--config", str(config), "reindex"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        reindex_s = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        print(f"  round {r + 1}: raw embed_documents {raw_s:5.1f} s; oaken reindex {reindex_s:5.1f} s "
+              f"({cpu:.1f} CPU s) = {raw_s / reindex_s:.3f} of the raw backend (target >= 0.9); "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--short", type=int, default=400)
@@ -116,6 +154,9 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=3, help="timing rounds (each runs every backend); best kept")
+    ap.add_argument("--reindex-rounds", type=int, default=0, metavar="N",
+                    help="also time `oaken reindex` of the whole corpus with the fastest backend against "
+                         "that backend's raw embed_documents, N rounds (each takes about two minutes)")
     ap.add_argument("--pipeline", type=int, default=300, metavar="MESSAGES",
                     help="also embed this many Enron messages through the embedding pass (0: skip)")
     args = ap.parse_args()
@@ -216,6 +257,9 @@ def main() -> None:
                   f"{rows[best]['pipe_cps'] / fastest_raw:.2f} of the fastest raw backend "
                   f"(target >= 0.9), {rows[best]['pipe_cps'] / base['raw_pipe_cps']:.2f}x raw torch-fp32 "
                   f"(target >= 3)")
+    if args.reindex_rounds:
+        fastest = max(rows, key=lambda n: rows[n]["tps"])
+        reindex_rate(args.corpus, fastest, embedders[fastest], data_dir, args.reindex_rounds)
 
 
 if __name__ == "__main__":
