@@ -40,10 +40,10 @@ def _count() -> int:
         return 0
 
 
-def _start(tmp_path: Path, name: str = "daemon") -> tuple[subprocess.Popen, Path]:
+def _start(tmp_path: Path, name: str = "daemon", *, index: bool = False) -> tuple[subprocess.Popen, Path]:
     log = tmp_path / f"{name}.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "oaken.cli", "sync", "--daemon", "--no-index"],
+        proc = subprocess.Popen([sys.executable, "-m", "oaken.cli", "sync", "--daemon", *([] if index else ["--no-index"])],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
     return proc, log
 
@@ -149,10 +149,7 @@ def test_the_daemon_indexes_what_it_stores(imap_box: Mailbox, real_mail, tmp_pat
     data["embedder"] = {"model": "concept"}  # the deterministic stand-in: no model load
     imap_box.write_config(data)
     data_dir = config_mod.resolve_data_dir(config_mod.load())
-    log = tmp_path / "indexing.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "oaken.cli", "sync", "--daemon"], stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
+    proc, log = _start(tmp_path, "indexing", index=True)
     daemons.append(proc)
     _wait("the first batch indexed", lambda: keyword.status(data_dir)["messages"] == 6, timeout=60)
     imap_box.fill("INBOX", real_mail[6:7])
@@ -170,10 +167,7 @@ def test_sigterm_during_the_first_model_export_exits_0(imap_box: Mailbox, real_m
     data["embedder"] = {"model": "all-MiniLM-L6-v2", "backend": "onnx-int8"}  # not exported in this data dir
     imap_box.write_config(data)
     data_dir = config_mod.resolve_data_dir(config_mod.load())
-    log = tmp_path / "export.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "oaken.cli", "sync", "--daemon"], stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
+    proc, log = _start(tmp_path, "export", index=True)
     daemons.append(proc)
 
     def preparing() -> list[int]:
