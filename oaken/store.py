@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the envelope reader's regexes are loaded by writers only, n
     from oaken.envelope import Envelope
 
 SEEN = "\\Seen"
+PAGE_SIZE = 16384  # for a new raw.db; one made before keeps its own
 FLAGGED = "\\Flagged"
 
 
@@ -163,6 +164,10 @@ class Store:
         try:
             self.db = apsw.Connection(str(self.path), flags=flags)
             self.db.set_busy_timeout(30_000)
+            if new:
+                # a message is a few KB: on 16 KB pages most fit in one page with no overflow chain,
+                # and a first sync writes a third fewer pages (measured: less CPU, half the system time)
+                self.db.execute(f"PRAGMA page_size={PAGE_SIZE}")
             if not readonly:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")

@@ -46,6 +46,7 @@ def test_raw_db_is_private_wal_and_migrated(tmp_path: Path) -> None:
     s = Store(tmp_path / "raw.db")
     assert stat.S_IMODE((tmp_path / "raw.db").stat().st_mode) == 0o600
     assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert s.db.execute("PRAGMA page_size").fetchone()[0] == store_mod.PAGE_SIZE
     assert s.db.execute("PRAGMA user_version").fetchone()[0] == len(store_mod.MIGRATIONS)
     s.close()
     Store(tmp_path / "raw.db").close()  # reopening applies nothing twice

@@ -244,3 +244,27 @@ def test_fast_body_fetch_parser_agrees_with_imapclient_and_falls_back(imap_box: 
         assert fast[uid][b"INTERNALDATE"] == int(item[b"INTERNALDATE"].timestamp())
     assert _fast_fetch([(data[0][0].replace(b"BODY[]", b"BODY[TEXT]"), data[0][1]), b")"]) is None
     assert _fast_fetch([data[0], b" X-EXTRA 1)"]) is None
+
+
+def test_stopped_between_batches_the_open_connection_serves_the_next_pass(imap_box: Mailbox, real_mail):
+    """The batch read ahead (and the FETCH already sent) is drained, so the daemon's connection
+    is left ready for its next command; the next pass resumes where the stop left off."""
+    import threading
+
+    from oaken.sync.runner import AccountSync, account_config
+
+    imap_box.fill("INBOX", real_mail[:40])
+    cfg = imap_box.config(batch_size=5)
+    stop = threading.Event()
+    syncer = AccountSync(cfg, account_config(cfg, None))
+    try:
+        first = syncer.run(stop=stop, on_batch=lambda n: stop.set())
+        assert not first.complete and first.new == 5
+        conn = syncer.conn
+        assert conn is not None and not conn.client._imap.tagged_commands  # no answer left unread
+        stop.clear()
+        second = syncer.run(stop=stop)
+        assert syncer.conn is conn and second.complete and second.new == 35
+    finally:
+        syncer.close()
+    assert_mirrored(imap_box, cfg)

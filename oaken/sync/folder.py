@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # imported when a download needs them: a sync with nothing ne
 
 from oaken import crashpoints, envelope, log
 from oaken.store import Folder, Incoming, Store
+from oaken.sync.fetcher import BatchFetcher
 from oaken.sync.imap import Connection, Selected, StoreResult, flag_names, internaldate, modseq_of
 
 HEADER_ITEMS = b"UID RFC822.SIZE FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
@@ -212,27 +213,19 @@ class FolderSync:
 
     def _download_batches(self, sel: Selected, batches: list[list[int]], items: bytes, pool: Executor | None, *,
                           advance_state: bool, start: int) -> None:
-        """Three stages overlap: the server reads batch n+1 off disk, a worker process reads the
-        headers of batch n, and this process stores batch n-1."""
-        pending = self.conn.fetch_start(batches[0], items)
-        waiting: tuple[list[int], dict[int, dict], Future | None] | None = None
-        for n, batch in enumerate(batches):
-            fetched = self.conn.fetch_finish(pending)
-            last = n + 1 == len(batches)
-            if not last:  # pipelined: the server prepares the next batch while we store this one
-                pending = self.conn.fetch_start(batches[n + 1], items)
-            bodies = [bytes(fetched[u][b"BODY[]"]) for u in sorted(fetched) if fetched[u].get(b"BODY[]") is not None]
-            future = pool.submit(_read_all, bodies) if pool is not None else None
-            if waiting is not None:
-                self._store_batch(sel, *waiting, last=False, advance_state=advance_state, start=start)
-                if self.stop is not None and self.stop.is_set():
-                    if not last:
-                        self.conn.fetch_finish(pending)  # drain the answer already on its way
+        """Four stages overlap: the server reads batch n+2 off disk, a thread takes batch n+1 off
+        the socket, a worker process reads its headers, and this thread stores batch n."""
+        fetcher = BatchFetcher(self.conn, batches, items, pool, _read_all)
+        try:
+            for n, batch in enumerate(batches):
+                fetched, future = fetcher.next()
+                last = n + 1 == len(batches)
+                self._store_batch(sel, batch, fetched, future, last=last, advance_state=advance_state, start=start)
+                if not last and self.stop is not None and self.stop.is_set():
                     self.complete = False
                     return
-            waiting = (batch, fetched, future)
-        assert waiting is not None
-        self._store_batch(sel, *waiting, last=True, advance_state=advance_state, start=start)
+        finally:
+            fetcher.close()
 
     def _store_batch(self, sel: Selected, batch: list[int], fetched: dict[int, dict], future: Future | None, *,
                      last: bool, advance_state: bool, start: int) -> None:
@@ -345,8 +338,12 @@ def _reader_pool() -> Executor | None:
     from concurrent.futures import ProcessPoolExecutor
 
     try:
-        return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
                                    initializer=_die_with_parent)
+        # forked now, from this thread: PR_SET_PDEATHSIG follows the thread that forked, and the
+        # thread that reads the batches (oaken.sync.fetcher) ends before the sync does
+        pool.submit(int)
+        return pool
     except (OSError, ValueError):
         return None
 
