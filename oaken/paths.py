@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 SOCKET_NAME = "search.sock"
+VECTORS_DIR = "vectors"  # the LanceDB store in the data directory (oaken.index.vectors)
 
 
 def config_file() -> str:
@@ -33,6 +34,11 @@ def default_data_dir() -> str:
 def data_dir_of(configured: str | None) -> str:
     """The data directory for a `[paths] data_dir` value ("" means the default)."""
     return os.path.expanduser(configured) if configured else default_data_dir()
+
+
+def vectors_dir(data_dir: str | os.PathLike[str]) -> str:
+    """Where the vector store lives: a keyword search tests it without importing numpy or LanceDB."""
+    return os.path.join(data_dir, VECTORS_DIR)
 
 
 def socket_file(config_path: str | None = None) -> str | None:

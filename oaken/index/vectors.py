@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from oaken.errors import VectorUnavailable
+from oaken.paths import VECTORS_DIR
 
 if TYPE_CHECKING:
     from oaken.store import MessageMeta
 
-VECTORS_DIR = "vectors"
 TABLE = "chunks"
 STATE_FILE = "state.json"
 _META_KEY = b"oaken.fingerprint"

@@ -11,6 +11,7 @@ on the keyword path imports torch, sentence-transformers or LanceDB.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from datetime import datetime, timezone
@@ -20,6 +21,7 @@ from typing import Any, Sequence
 import apsw
 
 from oaken import config as config_mod
+from oaken import paths
 from oaken.config import Config
 from oaken.errors import IndexUnavailable, QueryError, StoreError
 from oaken.index.keyword import KeywordIndex
@@ -46,9 +48,7 @@ def _vector_precheck(cfg: Config, data_dir: Path, use: tuple[str, ...]) -> tuple
     a missing vectors/ is found by a path test, so such a search loads no model and no LanceDB."""
     if cfg.embedder.model == "none" or "vector" not in use:
         return False, None
-    from oaken.index.vectors import vectors_path
-
-    if not vectors_path(data_dir).is_dir():
+    if not os.path.isdir(paths.vectors_dir(data_dir)):  # not oaken.index.vectors: it imports numpy
         return False, "no_vector_store"
     return True, None
 
@@ -64,9 +64,7 @@ def _coverage(cfg: Config, data_dir: Path) -> float | None:
     background when it is older than a few seconds; only the first search of a process waits."""
     if cfg.embedder.model == "none":
         return None
-    from oaken.index.vectors import vectors_path
-
-    if not vectors_path(data_dir).is_dir():
+    if not os.path.isdir(paths.vectors_dir(data_dir)):
         return 0.0  # nothing embedded yet: no need to count what is not
     key = f"{data_dir}\0{cfg.embedder.model}"
     with _COVERAGE_LOCK:
