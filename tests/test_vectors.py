@@ -218,8 +218,10 @@ def test_a_thousand_write_cycles_leave_the_folder_within_its_bound(tmp_path: Pat
         if i in (199, 999):
             sizes.append(store.size_bytes())
     assert store.count() == 100
+    # 8 MB without cleanup; bounded, the folder stays far below. (Not compared with sizes[0]: how
+    # many versions are younger than the retention depends on how fast this machine writes, and
+    # under load it doubled.)
     assert sizes[1] < 1_500_000, sizes
-    assert sizes[1] < 2 * sizes[0], sizes
     assert len(store.table().list_versions()) < 200  # of more than 1,000 written
 
 
