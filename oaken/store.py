@@ -333,22 +333,17 @@ class Store:
             assert threads is not None
             threads.save()
             # fresh change seqs for the new rows, so no trigger rewrites a row (and its raw bytes)
-            # to bump it; `batch_floor` tells the location trigger that these are bumped already
+            # to bump it
             top = self.db.execute("UPDATE meta SET value = value + ? WHERE key = 'seq' RETURNING value",
                                   (len(rows),)).fetchone()[0]
             first = top - len(rows) + 1
-            self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('batch_floor', ?)", (first,))
             ids = [r[0] for r in self.db.executemany(
                 "INSERT INTO messages(account_id, message_id, content_hash, raw, size, date, date_source, subject, "
                 "sender_name, sender_addr, to_addrs, cc_addrs, in_reply_to, refs, thread_id, problem, added_at, "
                 "change_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 [(*row, first + n) for n, row in enumerate(rows)])]
             # no triage row until triage is set: every reader LEFT JOINs it with disposition 'inbox'
-        try:
-            results = self._add_locations(items, [s if s >= 0 else ids[-1 - s] for s in slots])
-        finally:
-            if rows:
-                self.db.execute("DELETE FROM meta WHERE key = 'batch_floor'")
+        results = self._add_locations(items, [s if s >= 0 else ids[-1 - s] for s in slots], set(ids))
         out = []
         seen_new: set[int] = set()
         for it, slot, (message, new_location) in zip(items, slots, results):
@@ -357,8 +352,9 @@ class Store:
             out.append(AddResult(message, new_message, new_location, it.envelope.problem if new_message else None))
         return out
 
-    def _add_locations(self, items: Sequence[Incoming], messages: list[int]) -> list[tuple[int, bool]]:
-        """One location per item unless that place is taken already: (message, new location)."""
+    def _add_locations(self, items: Sequence[Incoming], messages: list[int], fresh: set[int]) -> list[tuple[int, bool]]:
+        """One location per item unless that place is taken already: (message, new location).
+        A message stored before (not in `fresh`) that gains a location is bumped in the feed."""
         taken: set[tuple] = set()
         by_uid: dict[tuple[int, int | None], list[int]] = {}
         for it in items:
@@ -390,6 +386,7 @@ class Store:
             self.db.executemany(
                 "INSERT INTO locations(message, folder_id, uidvalidity, uid, source, flags, modseq, internaldate) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", new)
+            self._bump(dict.fromkeys(row[0] for row in new if row[0] not in fresh))
         return out
 
     def find_message(self, account_id: int, message_id: str | None, content_hash: str) -> int | None:

@@ -288,21 +288,24 @@ def test_a_location_added_after_a_batch_is_in_the_change_feed(store: Store) -> N
 
 def test_a_database_of_the_first_schema_is_migrated_with_its_change_feed(tmp_path: Path) -> None:
     path = tmp_path / "raw.db"
+    old = msg("old@x")
     db = apsw.Connection(str(path))
     db.execute(store_mod.MIGRATIONS[0][1])
     db.execute("PRAGMA user_version=1")
     db.execute("INSERT INTO accounts(name) VALUES ('a')")
     db.execute("INSERT INTO folders(account_id, name) VALUES (1, 'INBOX')")
     db.execute("INSERT INTO messages(account_id, message_id, content_hash, raw, size, date, date_source, "
-               "thread_id, added_at) VALUES (1, 'old@x', 'h', x'00', 1, 0, 'header', 1, 0)")
+               "thread_id, added_at) VALUES (1, 'old@x', ?, ?, ?, 0, 'header', 1, 0)",
+               (envelope.content_hash(old), old, len(old)))
     db.close()
     s = Store(path)
     assert s.db.execute("PRAGMA user_version").fetchone()[0] == len(store_mod.MIGRATIONS)
     seq = s.seq()
     assert seq == 1  # the old trigger numbered the old message
-    with s.transaction():  # a new location of the old message is a change
-        s.db.execute("INSERT INTO locations(message, folder_id, uid, uidvalidity) VALUES (1, 1, 5, 1)")
+    r = add(s, old, "Archive", uidvalidity=1, uid=5)  # a new location of the old message is a change
+    assert not r.new_message and r.new_location and r.message == 1
     assert [c.message for c in s.changes_since(seq)] == [1]
-    r = add(s, msg("new@x"), uidvalidity=1, uid=6)
-    assert [c.message for c in s.changes_since(seq)] == [1, r.message]
+    seq = s.seq()
+    new = add(s, msg("new@x"), uidvalidity=1, uid=6)
+    assert [c.message for c in s.changes_since(seq)] == [new.message]
     s.close()
