@@ -397,11 +397,12 @@ class Store:
         return row[0] if row else None
 
     def _find_messages(self, account_id: int, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        """find_message for many (Message-ID or '', content hash) keys in one query."""
-        hashes = _json_list({h for _m, h in keys})
+        """find_message for many (Message-ID or '', content hash) keys in one query; CROSS JOIN
+        keeps SQLite on the identity index, key by key."""
         return {(m, h): i for i, m, h in self.db.execute(
-            "SELECT id, coalesce(message_id, ''), content_hash FROM messages WHERE account_id = ? AND content_hash IN "
-            "(SELECT value FROM json_each(?))", (account_id, hashes)) if (m, h) in keys}
+            "SELECT m.id, coalesce(m.message_id, ''), m.content_hash FROM json_each(?2) AS j CROSS JOIN messages AS m "
+            "WHERE m.account_id = ?1 AND coalesce(m.message_id, '') = j.value ->> 0 AND m.content_hash = j.value ->> 1",
+            (account_id, _json_list(keys)))}
 
     def raw(self, message: int) -> bytes:
         row = self.db.execute("SELECT raw FROM messages WHERE id = ?", (message,)).fetchone()
@@ -785,9 +786,9 @@ class _Threads:
 
         self.store = store
         self.account_id = account_id
-        self.base = envelope.base_subject
+        self.bases = {subject: envelope.base_subject(subject) for subject in {it.envelope.subject for it in items}}
         self.refs = store._thread_refs(account_id, (r for it in items for r in _thread_ids(it.envelope)))
-        self.subjects = store._thread_subjects(account_id, {self.base(it.envelope.subject) for it in items} - {""})
+        self.subjects = store._thread_subjects(account_id, set(self.bases.values()) - {""})
         self.new_refs: list[str] = []
         self.new_subjects: list[str] = []
         self.last: int | None = None  # the thread counter, read when a new thread is needed
@@ -798,7 +799,7 @@ class _Threads:
         ids = _thread_ids(env)
         has_refs = len(ids) > (1 if env.message_id else 0)
         found = {self.refs[r] for r in ids if r in self.refs}
-        base = self.base(env.subject)
+        base = self.bases[env.subject]
         if not found and not has_refs and base and base != env.subject.strip().lower() and base in self.subjects:
             found.add(self.subjects[base])
         if found:
