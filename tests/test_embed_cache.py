@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+import apsw
 import numpy as np
 import pytest
 
@@ -63,3 +64,20 @@ def test_hash_is_of_the_exact_text() -> None:
     assert text_hash("Lisbon") != text_hash("lisbon") != text_hash("Lisbon ")
     assert len(text_hash("x")) == 16 and text_hash("x") == text_hash("x")
     assert text_hash("\ud800 lone surrogate") != text_hash("lone surrogate")
+
+
+def test_a_cache_of_the_first_schema_keeps_its_vectors(tmp_path: Path) -> None:
+    path = tmp_path / "embed_cache.db"
+    old = apsw.Connection(str(path))
+    old.execute("CREATE TABLE vectors(model TEXT NOT NULL, hash BLOB NOT NULL, vector BLOB NOT NULL, "
+                "PRIMARY KEY(model, hash)) WITHOUT ROWID")
+    kept = np.array([0.6, 0.8, 0.0], dtype=np.float32)
+    old.execute("INSERT INTO vectors VALUES (?, ?, ?)", ("m", text_hash("kept"), kept.tobytes()))
+    old.close()
+    with EmbedCache(path) as cache:
+        vectors, encoded = embed_cached(["kept"], model="m", dim=3, cache=cache,
+                                        encode=lambda t: np.zeros((len(t), 3), np.float32))
+        assert encoded == 0 and np.array_equal(vectors[0], kept)  # found, not computed again
+        assert cache.db.execute("SELECT name FROM sqlite_master WHERE name = 'vectors'").fetchall() == []
+    with EmbedCache(path) as cache:  # opening again changes nothing
+        assert cache.count("m") == 1

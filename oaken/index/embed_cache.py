@@ -16,14 +16,19 @@ import numpy as np
 
 CACHE_FILE = "embed_cache.db"
 
+# Vectors in rowid order, found through a small unique index: a 1.5 KB vector inside a WITHOUT
+# ROWID primary key (the first schema) made inserts 4x dearer and the file 2.4x larger (19,721
+# Enron vectors: 0.62 against 0.15 CPU s, 93 against 39 MB).
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS vectors(
+CREATE TABLE IF NOT EXISTS cached(
+    id INTEGER PRIMARY KEY,
     model TEXT NOT NULL,
     hash BLOB NOT NULL,
-    vector BLOB NOT NULL,
-    PRIMARY KEY(model, hash)
-) WITHOUT ROWID;
+    vector BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS cached_key ON cached(model, hash);
 """
+SCHEMA_VERSION = 1
 
 
 def text_hash(text: str) -> bytes:
@@ -40,7 +45,14 @@ class EmbedCache:
         self.db = apsw.Connection(str(self.path))
         self.db.set_busy_timeout(busy_ms)
         self.db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
-        self.db.execute(_SCHEMA)
+        with self.db:
+            self.db.execute(_SCHEMA)
+            if self.db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                old = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors' AND type = 'table'").fetchone()
+                if old:  # the first schema's rows move over once: no vector is computed twice
+                    self.db.execute("INSERT OR IGNORE INTO cached(model, hash, vector) SELECT model, hash, vector FROM vectors")
+                    self.db.execute("DROP TABLE vectors")
+                self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         self.db.close()
@@ -59,7 +71,7 @@ class EmbedCache:
             part = unique[i:i + 500]
             marks = ",".join("?" * len(part))
             for h, blob in self.db.execute(
-                    f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({marks})", [model, *part]):
+                    f"SELECT hash, vector FROM cached WHERE model = ? AND hash IN ({marks})", [model, *part]):
                 vector = np.frombuffer(blob, dtype=np.float32)
                 if vector.shape[0] == dim:
                     out[bytes(h)] = vector
@@ -68,17 +80,17 @@ class EmbedCache:
     def put_many(self, model: str, items: Iterable[tuple[bytes, np.ndarray]]) -> None:
         rows = [(model, h, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for h, v in items]
         with self.db:
-            self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+            self.db.executemany("INSERT OR REPLACE INTO cached(model, hash, vector) VALUES (?, ?, ?)", rows)
 
     def count(self, model: str | None = None) -> int:
         if model is None:
-            return self.db.execute("SELECT count(*) FROM vectors").fetchone()[0]
-        return self.db.execute("SELECT count(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0]
+            return self.db.execute("SELECT count(*) FROM cached").fetchone()[0]
+        return self.db.execute("SELECT count(*) FROM cached WHERE model = ?", (model,)).fetchone()[0]
 
     def drop_other_models(self, keep: str) -> int:
         """Forget the vectors of every model but `keep` (after a model change has settled)."""
         with self.db:
-            self.db.execute("DELETE FROM vectors WHERE model != ?", (keep,))
+            self.db.execute("DELETE FROM cached WHERE model != ?", (keep,))
             return self.db.changes()
 
 
