@@ -9,7 +9,6 @@ deleted message leaves a tombstone, so an indexer never has to diff the whole st
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from contextlib import contextmanager
@@ -371,7 +370,7 @@ class Store:
                 key: tuple = (it.folder_id, it.uidvalidity, it.uid)
             else:
                 key = (it.folder_id, message)
-                if key not in taken and self.db.execute(
+                if key not in taken and message not in fresh and self.db.execute(
                         "SELECT 1 FROM locations WHERE folder_id = ? AND message = ? AND uid IS NULL",
                         key).fetchone():
                     taken.add(key)
@@ -842,6 +841,8 @@ def _thread_ids(env: Envelope) -> list[str]:
 
 def _json_list(values: Iterable[object]) -> str:
     """A list bound as one parameter and read back by json_each: one query for a whole batch."""
+    import json  # here: a search, which opens raw.db too, never needs it
+
     return json.dumps(list(values))
 
 

@@ -232,7 +232,13 @@ def test_fast_body_fetch_parser_agrees_with_imapclient_and_falls_back(imap_box: 
     try:
         conn.select("INBOX")
         line = b"UID FETCH 1:8 (UID FLAGS INTERNALDATE BODY.PEEK[] MODSEQ)"
-        data = conn.finish(conn.send(line), line)[2]["FETCH"]
+        typ, text, untagged = conn.finish(conn.send(line), line)
+        data = untagged["FETCH"]
+        # the fast reader collects what imaplib collects, literal for literal, and leaves no tag open
+        assert conn._answer(conn.send(line), line) == (typ, text, untagged)
+        headers = b"UID FETCH 1:8 (BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)] BODY.PEEK[TEXT])"
+        assert conn._answer(conn.send(headers), headers) == conn.finish(conn.send(headers), headers)
+        assert not conn.client._imap.tagged_commands
     finally:
         conn.close()
     fast = _fast_fetch(data)
