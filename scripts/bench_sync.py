@@ -210,8 +210,9 @@ def main() -> int:
             return ", ".join(f"{t:.2f} [{c:.2f}]" for t, c in zip(walls, cpus))
 
         print(f"full sync runs: oaken {runs(o_full, CPU['o_full'])}; mbsync {runs(m_full, CPU['m_full'])}")
-        # mbsync's runs here are bimodal on a busy machine (about 0.6 s or 2-5 s, its CPU time
-        # growing with them): the best run of each tool is the least disturbed comparison
+        # mbsync's runs here are bimodal on a busy machine (about 0.5 s or 2-5 s, in the kernel
+        # creating its 10,000 Maildir files when others write to the disk): the best run of each
+        # tool is the least disturbed comparison
         print(f"{'full sync, best run of each':36}{min(o_full):8.3f} [{min(CPU['o_full']):5.2f}]{min(m_full):8.3f} "
               f"[{min(CPU['m_full']):5.2f}]{min(o_full) / min(m_full):8.2f}")
         o_full_med, m_full_med = med(o_full), med(m_full)
