@@ -32,6 +32,15 @@ class Envelope:
     problem: str | None  # why this message is flagged, if it is
 
 
+def load_all() -> None:
+    """Import now what read() imports lazily. A process forked from a threaded one (sync's header
+    worker) must not import them itself: a module another thread was importing at the fork keeps
+    its lock in the child for ever."""
+    import email.header  # noqa: F401
+    import email.utils  # noqa: F401
+    import hashlib  # noqa: F401
+
+
 def content_hash(raw: bytes) -> str:
     import hashlib
 

@@ -126,3 +126,20 @@ def test_kill_9_at_a_named_point_then_resume(imap_box: Mailbox, real_mail, tmp_p
         assert not store.pending_flag_changes()
     if point == "sync.mid_flag_push":
         assert sum("\\Seen" in f for _m, _f, f in imap_box.server_state().elements()) == 3
+
+
+def _stuck(bodies: list[bytes]) -> list:
+    time.sleep(3600)  # a header worker that never answers (in the forked worker process)
+    return []
+
+
+def test_a_stuck_header_worker_costs_speed_not_the_sync(imap_box: Mailbox, real_mail, monkeypatch):
+    from oaken.sync import folder
+
+    monkeypatch.setattr(folder, "_read_all", _stuck)  # the worker, forked after this, runs it
+    monkeypatch.setattr(folder, "WORKER_SECONDS", 0.5)
+    imap_box.fill("INBOX", real_mail[:30])
+    cfg = imap_box.config(batch_size=10)
+    report = sync(cfg)
+    assert report.complete and report.new == 30
+    assert_mirrored(imap_box, cfg)

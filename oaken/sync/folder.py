@@ -25,6 +25,7 @@ from oaken.sync.imap import Connection, Selected, StoreResult, flag_names, inter
 
 HEADER_ITEMS = b"UID RFC822.SIZE FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
 PUSH_RETRIES = 3
+WORKER_SECONDS = 15.0  # a batch's headers take the worker milliseconds; past this it is stuck
 
 Progress = Callable[[int], None]
 OnBatch = Callable[[int], None]
@@ -62,6 +63,7 @@ class FolderSync:
         self.stop = stop
         self.counts = {"new": 0, "matched": 0, "flags": 0, "expunged": 0, "pushed": 0, "rejected": 0, "bytes": 0}
         self.complete = True
+        self.worker_failed = False  # then batches are read here, and the worker is killed at the end
         self.pushed: dict[int, tuple[tuple[str, ...], int | None]] = {}  # uid -> flags the server has now
         self.log = log.get("oaken.sync").bind(folder=folder.name)
 
@@ -209,7 +211,7 @@ class FolderSync:
             self._download_batches(sel, batches, items, pool, advance_state=advance_state, start=start)
         finally:
             if pool is not None:
-                pool.shutdown(cancel_futures=True)
+                _close_pool(pool, kill=self.worker_failed)
 
     def _download_batches(self, sel: Selected, batches: list[list[int]], items: bytes, pool: Executor | None, *,
                           advance_state: bool, start: int) -> None:
@@ -219,6 +221,8 @@ class FolderSync:
         try:
             for n, batch in enumerate(batches):
                 fetched, future = fetcher.next()
+                if self.worker_failed:
+                    fetcher.pool = None  # no more batches for it
                 last = n + 1 == len(batches)
                 self._store_batch(sel, batch, fetched, future, last=last, advance_state=advance_state, start=start)
                 if not last and self.stop is not None and self.stop.is_set():
@@ -233,10 +237,11 @@ class FolderSync:
         f = self.folder
         overlay = self._pending_overlay(sel.uidvalidity)
         read = None
-        if future is not None:
+        if future is not None and not self.worker_failed:
             try:
-                read = iter(future.result())
-            except Exception as e:  # noqa: BLE001 - a broken worker costs speed, never mail
+                read = iter(future.result(timeout=WORKER_SECONDS))
+            except Exception as e:  # noqa: BLE001 - a broken or stuck worker costs speed, never mail
+                self.worker_failed = True
                 self.log.warning("header worker failed; reading here", error=f"{type(e).__name__}: {e}")
         items: list[Incoming] = []
         for uid in sorted(fetched):
@@ -319,13 +324,22 @@ def _read_all(bodies: list[bytes]) -> list[tuple[str, envelope.Envelope]]:
     return [(envelope.content_hash(b), envelope.read(b)) for b in bodies]
 
 
-def _die_with_parent() -> None:
-    """A worker must not outlive a `kill -9` of sync (it would hold the caller's pipes open)."""
+def _libc() -> object | None:
+    """libc, opened in the parent before the fork: a child forked while another thread was in
+    dlopen (the daemon loads its model meanwhile) would wait for the loader's lock for ever."""
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+        return ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        return None
+
+
+def _die_with_parent(libc: object | None) -> None:
+    """A worker must not outlive a `kill -9` of sync (it would hold the caller's pipes open)."""
+    try:
+        libc.prctl(1, signal.SIGKILL)  # type: ignore[union-attr]  # PR_SET_PDEATHSIG
+    except AttributeError:  # no libc here
         pass
     if os.getppid() == 1:  # the parent died before prctl took effect
         os._exit(0)
@@ -337,15 +351,24 @@ def _reader_pool() -> Executor | None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    envelope.load_all()  # the child imports nothing and opens no library: see envelope.load_all, _libc
     try:
         pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_die_with_parent)
+                                   initializer=_die_with_parent, initargs=(_libc(),))
         # forked now, from this thread: PR_SET_PDEATHSIG follows the thread that forked, and the
         # thread that reads the batches (oaken.sync.fetcher) ends before the sync does
         pool.submit(int)
         return pool
     except (OSError, ValueError):
         return None
+
+
+def _close_pool(pool: Executor, *, kill: bool) -> None:
+    """Shut the worker down; a stuck one (it never answered) is killed rather than waited for."""
+    processes = list((getattr(pool, "_processes", None) or {}).values()) if kill else []
+    pool.shutdown(wait=not kill, cancel_futures=True)
+    for process in processes:
+        process.kill()
 
 
 def _with_pending(flags: Sequence[str], pending: Sequence[tuple[str, str]]) -> tuple[str, ...]:
