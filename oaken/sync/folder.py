@@ -215,8 +215,8 @@ class FolderSync:
 
     def _download_batches(self, sel: Selected, batches: list[list[int]], items: bytes, pool: Executor | None, *,
                           advance_state: bool, start: int) -> None:
-        """Four stages overlap: the server reads batch n+2 off disk, a thread takes batch n+1 off
-        the socket, a worker process reads its headers, and this thread stores batch n."""
+        """Four stages overlap: the server prepares the next batches, a thread takes them off the
+        socket, a worker process reads their headers, and this thread stores batch n."""
         fetcher = BatchFetcher(self.conn, batches, items, pool, _read_all)
         try:
             for n, batch in enumerate(batches):
