@@ -126,6 +126,8 @@ def reindex_rate(corpus: Path, backend: str, embedder, exports: Path, rounds: in
     config.write_text(f'[paths]\ndata_dir = "{home}"\n[embedder]\nbackend = "{backend}"\n')
     print(f"\nwhole corpus through `oaken reindex` ({backend}): {len(texts)} distinct chunk texts")
     embedder.embed_documents(texts[:64])
+    raws: list[tuple[float, float]] = []
+    runs: list[tuple[float, float]] = []
     for r in range(rounds):
         t, cpu_t = time.perf_counter(), time.process_time()
         embedder.embed_documents(texts)
@@ -142,6 +144,13 @@ def reindex_rate(corpus: Path, backend: str, embedder, exports: Path, rounds: in
         print(f"  round {r + 1}: raw embed_documents {raw_s:5.1f} s ({raw_cpu:.1f} CPU s); oaken reindex "
               f"{reindex_s:5.1f} s ({cpu:.1f} CPU s) = {raw_s / reindex_s:.3f} of the raw backend by wall, "
               f"{raw_cpu / cpu:.3f} by CPU (target >= 0.9); load average {os.getloadavg()[0]:.1f}", flush=True)
+        raws.append((raw_s, raw_cpu))
+        runs.append((reindex_s, cpu))
+    if rounds > 1:  # best of each: a burst of load from elsewhere hits one run, not the ratio of bests
+        (rw, rc), (ow, oc) = (min(x[0] for x in raws), min(x[1] for x in raws)), (min(x[0] for x in runs),
+                                                                                  min(x[1] for x in runs))
+        print(f"  best of {rounds}: raw {rw:.1f} s ({rc:.1f} CPU s), oaken reindex {ow:.1f} s ({oc:.1f} CPU s) = "
+              f"{rw / ow:.3f} by wall, {rc / oc:.3f} by CPU (target >= 0.9)")
 
 
 def main() -> None:
