@@ -167,11 +167,14 @@ class Daemon:
         self._idle_conns: list[Connection] = []
         self.indexer: IndexWorker | None = None
         self.log = log.get("oaken.daemon").bind(account=self.account.name)
+        self._signal: str | None = None
 
     # ---- signals and wake-ups ---------------------------------------------------------------------
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
-        self.log.info("stopping after the current batch", signal=signal.Signals(signum).name)
+        # no logging here: a handler that writes a log line while the interrupted main thread is
+        # in the middle of one waits on that logger's lock for ever; run() logs the signal
+        self._signal = signal.Signals(signum).name
         self.stop.set()
         self.wake.set()
 
@@ -247,9 +250,12 @@ class Daemon:
             self._loop(syncer)
         finally:
             syncer.close()
-            backends = sys.modules.get("oaken.index.backends")  # loaded only if an embedder was
-            if backends is not None:
-                backends.stop_preparing()  # a first model export in a child process: not worth waiting for
+            if self._signal:
+                self.log.info("stopping on a signal; the running batch was committed", signal=self._signal)
+            # loaded only if an embedder was; another thread may be importing it right now
+            stop_preparing = getattr(sys.modules.get("oaken.index.backends"), "stop_preparing", None)
+            if stop_preparing is not None:
+                stop_preparing()  # a first model export in a child process: not worth waiting for
             if self.indexer is not None:
                 self.indexer.stop()
             for conn in list(self._idle_conns):

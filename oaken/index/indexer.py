@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
-import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from oaken import chunking, log, mail
+from oaken import chunking, log, mail, processes
 from oaken import config as config_mod
 from oaken.config import Config, IndexConfig
 from oaken.errors import IndexUnavailable, OakenError, StoreError
@@ -83,16 +82,6 @@ def _parse_parts(job: _Job) -> _Parts:
 
 
 
-# Native runtimes that run threads of their own: a fork of a process holding them may inherit a
-# lock held mid-operation (LanceDB warns so). The daemon loads them for its vector passes.
-_THREADED_RUNTIMES = ("lancedb", "openvino", "onnxruntime", "torch")
-
-
-def _start_method() -> str:
-    """fork (quick: the worker starts with the parser already imported), unless this process runs
-    native threads by now; then forkserver, whose server has none."""
-    return "forkserver" if any(m in sys.modules for m in _THREADED_RUNTIMES) else "fork"
-
 class _Parser:
     """Parses messages on every core: one worker process beside this one.
 
@@ -109,7 +98,10 @@ class _Parser:
     def _get_pool(self) -> ProcessPoolExecutor | None:
         if self._pool is None and (os.cpu_count() or 1) > 1:
             try:
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(_start_method()))
+                method = processes.start_method()
+                self._pool = ProcessPoolExecutor(
+                    max_workers=1, mp_context=multiprocessing.get_context(method), initializer=processes.die_with_parent,
+                    initargs=(processes.libc() if method == "fork" else None,))
             except (OSError, ValueError):
                 return None
         return self._pool

@@ -8,8 +8,6 @@ so a change made while we fetch is seen again next time rather than missed.
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -18,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 if TYPE_CHECKING:  # imported when a download needs them: a sync with nothing new must start fast
     from concurrent.futures import Executor, Future
 
-from oaken import crashpoints, envelope, log
+from oaken import crashpoints, envelope, log, processes
 from oaken.store import Folder, Incoming, Store
 from oaken.sync.fetcher import BatchFetcher
 from oaken.sync.imap import Connection, Selected, StoreResult, flag_names, internaldate, modseq_of
@@ -324,37 +322,16 @@ def _read_all(bodies: list[bytes]) -> list[tuple[str, envelope.Envelope]]:
     return [(envelope.content_hash(b), envelope.read(b)) for b in bodies]
 
 
-def _libc() -> object | None:
-    """libc, opened in the parent before the fork: a child forked while another thread was in
-    dlopen (the daemon loads its model meanwhile) would wait for the loader's lock for ever."""
-    try:
-        import ctypes
-
-        return ctypes.CDLL("libc.so.6", use_errno=True)
-    except OSError:
-        return None
-
-
-def _die_with_parent(libc: object | None) -> None:
-    """A worker must not outlive a `kill -9` of sync (it would hold the caller's pipes open)."""
-    try:
-        libc.prctl(1, signal.SIGKILL)  # type: ignore[union-attr]  # PR_SET_PDEATHSIG
-    except AttributeError:  # no libc here
-        pass
-    if os.getppid() == 1:  # the parent died before prctl took effect
-        os._exit(0)
-
-
 def _reader_pool() -> Executor | None:
     """One worker process for header reading (the costliest part of storing mail); None where
     processes cannot be made, and the batch is read here instead."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    envelope.load_all()  # the child imports nothing and opens no library: see envelope.load_all, _libc
+    envelope.load_all()  # the child imports nothing and opens no library: see envelope.load_all, processes.libc
     try:
         pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_die_with_parent, initargs=(_libc(),))
+                                   initializer=processes.die_with_parent, initargs=(processes.libc(),))
         # forked now, from this thread: PR_SET_PDEATHSIG follows the thread that forked, and the
         # thread that reads the batches (oaken.sync.fetcher) ends before the sync does
         pool.submit(int)
