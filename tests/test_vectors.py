@@ -365,3 +365,17 @@ def test_coverage_for_responses_is_none_when_off_and_follows_the_pass(indexed: c
     assert coverage.vector_coverage(cfg, max_age=3600) == partial  # a warm process reuses a recent figure
     assert coverage.vector_coverage(cfg, max_age=0) == 1.0
     assert coverage.status(cfg)["bytes"] > 0
+
+
+def test_insert_appends_what_upsert_would_store_for_new_messages(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    appended, merged = new_store(tmp_path / "a"), new_store(tmp_path / "b")
+    rows = [ChunkVector(m * 10 + k, m, _random_unit(rng)[0]) for m in range(5) for k in range(3)]
+    appended.insert({m: fields(m) for m in range(5)}, rows)
+    merged.upsert({m: fields(m) for m in range(5)}, rows)
+    assert appended.chunk_messages() == merged.chunk_messages() and appended.count() == 15
+    q = rows[4].vector
+    assert [(h.chunk_id, round(h.score, 5)) for h in appended.search(q, limit=5)] == \
+        [(h.chunk_id, round(h.score, 5)) for h in merged.search(q, limit=5)]
+    appended.upsert({1: fields(1)}, [ChunkVector(99, 1, _random_unit(rng)[0])])  # later changes replace
+    assert sorted(c for c, m in appended.chunk_messages().items() if m == 1) == [99]

@@ -119,7 +119,9 @@ def embed_pending(config: Config, *, progress: Callable[[int], None] | None = No
         total_todo = sum(n for _, n in todo)
         if limit is not None:
             todo = _take(todo, limit)
-        embedded, encoded = _embed_messages(store, index, raw, embedder, [m for m, _ in todo], progress, stop)
+        has_rows = {m for c, m in stored.items() if c in wanted}  # these are replaced, the others appended
+        embedded, encoded = _embed_messages(store, index, raw, embedder, [m for m, _ in todo], progress, stop,
+                                            has_rows)
         if stop is None or not stop.is_set():  # the ANN index can wait for the next pass
             store.maintain()
         _write_cursor(data_dir, raw_seq)
@@ -232,7 +234,7 @@ class _Writer:
     def __init__(self, store: VectorStore, progress: Callable[[int], None] | None):
         self.store = store
         self.progress = progress
-        self.queue: "queue.Queue[tuple[dict[int, MessageFields], list[ChunkVector]] | None]" = queue.Queue(2)
+        self.queue: "queue.Queue[tuple[dict[int, MessageFields], list[ChunkVector], bool] | None]" = queue.Queue(2)
         self.error: BaseException | None = None
         self.written = 0
         self.thread = threading.Thread(target=self._run, name="oaken-vector-writer", daemon=True)
@@ -243,18 +245,21 @@ class _Writer:
             if self.error is not None:
                 continue
             try:
-                fields, chunks = item
-                self.store.upsert(fields, chunks)
+                fields, chunks, fresh = item
+                if fresh:  # no stored row of these messages: an append, a third of a merge's cost
+                    self.store.insert(fields, chunks)
+                else:
+                    self.store.upsert(fields, chunks)
                 self.written += len(chunks)
                 if self.progress:
                     self.progress(len(chunks))
             except BaseException as exc:  # re-raised in the caller's thread by close()
                 self.error = exc
 
-    def put(self, fields: dict[int, MessageFields], chunks: list[ChunkVector]) -> None:
+    def put(self, fields: dict[int, MessageFields], chunks: list[ChunkVector], *, fresh: bool = False) -> None:
         if self.error is not None:
             raise self.error
-        self.queue.put((fields, chunks))
+        self.queue.put((fields, chunks, fresh))
 
     def close(self) -> int:
         self.queue.put(None)
@@ -266,7 +271,8 @@ class _Writer:
 
 def _embed_messages(store: VectorStore, index: "KeywordIndex", raw: "Store", embedder: Embedder,
                     messages: Sequence[int], progress: Callable[[int], None] | None,
-                    stop: threading.Event | None = None) -> tuple[int, int]:
+                    stop: threading.Event | None = None, has_rows: set[int] | frozenset[int] = frozenset()
+                    ) -> tuple[int, int]:
     """Embed every body chunk of `messages`, windows of about WINDOW_CHUNKS chunks."""
     if not messages:
         return 0, 0
@@ -283,7 +289,8 @@ def _embed_messages(store: VectorStore, index: "KeywordIndex", raw: "Store", emb
                                           dim=embedder.dim, cache=cache, encode=embedder.embed_documents)
                 encoded += n
                 fields = {m: MessageFields.from_meta(meta) for m, meta in metas.items()}
-                writer.put(fields, [ChunkVector(c.id, c.message, v) for c, v in zip(chunks, vectors)])
+                writer.put(fields, [ChunkVector(c.id, c.message, v) for c, v in zip(chunks, vectors)],
+                           fresh=has_rows.isdisjoint(fields))
     finally:
         written = writer.close()
     return written, encoded
