@@ -207,3 +207,16 @@ def test_an_export_killed_midway_is_cleared_by_the_next(tmp_path: Path) -> None:
                                done="model.onnx")
     assert (built / "model.onnx").read_bytes() == b"model"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "onnx-int8-v1"]
+
+
+def test_openvino_tools_report_nothing_about_the_user(loaded: dict) -> None:
+    """OpenVINO's converter and NNCF send usage telemetry unless the user opted out in their home
+    directory; Oaken blocks the telemetry package, so both fall back to their stubs."""
+    import sys
+
+    import openvino.tools.ovc.convert_impl as convert_impl
+
+    assert sys.modules["openvino_telemetry"] is None
+    assert convert_impl.tm.__name__ == "openvino.tools.ovc.telemetry_stub"
+    with pytest.raises(ImportError):
+        import openvino_telemetry  # noqa: F401

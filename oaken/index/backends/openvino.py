@@ -10,6 +10,7 @@ the caller passes the user's own mail. No download is involved at any step.
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 from typing import Sequence
@@ -19,6 +20,12 @@ import numpy as np
 from oaken.errors import VectorUnavailable
 from oaken.index.backends import artifacts, onnx
 from oaken.index.backends.batching import Batch, BatchedEmbedder, Tokenizer, threads_for
+
+# OpenVINO's model converter and NNCF send usage telemetry to Google Analytics unless the user
+# opted out in a file in their home directory (both import openvino_telemetry and fall back to
+# a stub when it cannot be imported). A mail client must not report on its user: the import is
+# blocked for this process, before either tool is loaded.
+sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
 
 EXPORT_VERSION = 1
 FLOAT = f"openvino-v{EXPORT_VERSION}"
