@@ -216,10 +216,13 @@ def _prepare_in_child(name: str, data_dir: Path, threads: int, batch_size: int) 
     import subprocess
     import sys
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "oaken.index.backends.prepare", name, str(data_dir), str(threads), str(batch_size),
-         str(os.getpid())],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, _IN_CHILD: "1"})
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "oaken.index.backends.prepare", name, str(data_dir), str(threads),
+             str(batch_size), str(os.getpid())],
+            stdout=subprocess.PIPE, text=True, env={**os.environ, _IN_CHILD: "1"})
+    except OSError:  # no interpreter to start (an embedding application): the caller prepares it here
+        return
     while True:
         try:
             out, _ = proc.communicate(timeout=0.5)
