@@ -44,12 +44,13 @@ def vectors_dir(data_dir: str | os.PathLike[str]) -> str:
 def socket_file(config_path: str | None = None) -> str | None:
     """The search socket's path for a config file (default: the usual one), or None when the file
     cannot be read as TOML: the caller then loads the config properly and reports the fault."""
-    path = config_path or config_file()
     try:
-        with open(path, "rb") as f:
+        with open(config_path or config_file(), "rb") as f:
             text = f.read()
     except FileNotFoundError:
-        return None if config_path else os.path.join(default_data_dir(), SOCKET_NAME)
+        if config_path:
+            return None
+        text = b""  # no config file at the usual place: every default
     except OSError:
         return None
     configured = ""

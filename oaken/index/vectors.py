@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from oaken.errors import VectorUnavailable
-from oaken.paths import VECTORS_DIR
+from oaken import paths
 
 if TYPE_CHECKING:
     from oaken.store import MessageMeta
@@ -137,7 +137,7 @@ class VectorChunkHit:
 
 
 def vectors_path(data_dir: Path) -> Path:
-    return Path(data_dir) / VECTORS_DIR
+    return Path(paths.vectors_dir(data_dir))
 
 
 def _lit(value: str) -> str:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from oaken.index.embedders import Embedder
     from oaken.index.fidelity import Fidelity, Sample
 
-_IN_CHILD = "OAKEN_BACKEND_PREPARE"  # = oaken.index.backends.prepare.IN_CHILD (not imported: it is a script)
+IN_CHILD = "OAKEN_BACKEND_PREPARE"  # set by oaken.index.backends.prepare: load_backend then works in-process
 _STOP_PREPARING = threading.Event()  # set once, when the process is shutting down
 AUTO = "auto"
 REFERENCE = "torch-fp32"
@@ -202,7 +202,7 @@ def load_backend(name: str, data_dir: Path, *, threads: int = 0, batch_size: int
 def _prepared(name: str, data_dir: Path) -> bool:
     """Exported and checked already (the check is cached only after the export loaded), or
     being prepared by this very process (the child of _prepare_in_child)?"""
-    if name == REFERENCE or os.environ.get(_IN_CHILD):
+    if name == REFERENCE or os.environ.get(IN_CHILD):
         return True
     from oaken.index import fidelity
 
@@ -220,7 +220,7 @@ def _prepare_in_child(name: str, data_dir: Path, threads: int, batch_size: int) 
         proc = subprocess.Popen(
             [sys.executable, "-m", "oaken.index.backends.prepare", name, str(data_dir), str(threads),
              str(batch_size), str(os.getpid())],
-            stdout=subprocess.PIPE, text=True, env={**os.environ, _IN_CHILD: "1"})
+            stdout=subprocess.PIPE, text=True)
     except OSError:  # no interpreter to start (an embedding application): the caller prepares it here
         return
     while True:

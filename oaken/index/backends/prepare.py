@@ -4,7 +4,8 @@ The first use of a fast backend exports the model and measures it against torch 
 minute of torch, ONNX, OpenVINO and NNCF native code). Done in the daemon's own threads, a SIGTERM
 meanwhile ended the process in SIGABRT: Python finalised while native threads still ran. In a
 child, the parent's threads only wait on a pipe, so the daemon stops cleanly at any moment; the
-child ends itself when its parent is gone, and the export's lock and temporary folder
+child is killed when its parent is gone (oaken.processes.die_with_parent), and the export's lock
+and temporary folder
 (oaken.index.backends.artifacts) make an interrupted export harmless to the next one.
 
 Prints one JSON line: {"ok": true} or {"ok": false, "error": "..."}.
@@ -15,29 +16,20 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
-import time
 from pathlib import Path
-
-IN_CHILD = "OAKEN_BACKEND_PREPARE"  # set in the child: load_backend then works in-process
-
-
-def _end_with_parent(parent: int) -> None:
-    while True:
-        if os.getppid() != parent:
-            os._exit(3)  # the parent is gone: nobody waits for this export
-        time.sleep(0.5)
 
 
 def main(argv: list[str]) -> int:
-    from oaken import log
+    from oaken import log, processes
     from oaken.errors import OakenError
     from oaken.index import backends
 
-    log.configure()  # stderr, shared with the parent; stdout carries the answer
-
     name, data_dir, threads, batch_size, parent = argv[0], Path(argv[1]), int(argv[2]), int(argv[3]), int(argv[4])
-    threading.Thread(target=_end_with_parent, args=(parent,), daemon=True).start()
+    processes.die_with_parent()
+    if os.getppid() != parent:  # the parent died before that took effect: nobody waits for this export
+        return 3
+    os.environ[backends.IN_CHILD] = "1"  # load_backend below exports here, not in yet another child
+    log.configure()  # stderr, shared with the parent; stdout carries the answer
     try:
         backends.load_backend(name, data_dir, threads=threads, batch_size=batch_size)
     except OakenError as e:
@@ -48,5 +40,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    os.environ[IN_CHILD] = "1"
     sys.exit(main(sys.argv[1:]))
