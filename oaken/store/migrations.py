@@ -1,7 +1,7 @@
-"""raw.db's schema as ordered, numbered migrations (the store applies them; see oaken/store.py).
+"""raw.db's schema as ordered, numbered migrations (the store applies them; see oaken/store/).
 
 Kept apart from the store's queries so that each file does one job; every statement against
-raw.db still lives in these two modules.
+raw.db still lives in the oaken.store package.
 """
 
 from __future__ import annotations

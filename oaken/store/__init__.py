@@ -1,5 +1,5 @@
-"""raw.db: the source of truth. Every SQL statement against raw.db lives in this module and in
-its schema, oaken/store_migrations.py.
+"""raw.db: the source of truth. Every SQL statement against raw.db lives in this package: the
+queries here, the schema in oaken/store/migrations.py.
 
 Raw RFC 822 bytes, where each message lives (folder, UIDVALIDITY, UID) with its flags, labels,
 threads, triage and the queue of local flag changes. The indexes downstream follow `change_seq`:
@@ -20,7 +20,7 @@ import apsw
 
 from oaken.config import DISPOSITIONS
 from oaken.errors import NotFound, StoreError, TriageError
-from oaken.store_migrations import MIGRATIONS
+from oaken.store.migrations import MIGRATIONS
 
 if TYPE_CHECKING:  # the envelope reader's regexes are loaded by writers only, not by a search
     from oaken.envelope import Envelope
