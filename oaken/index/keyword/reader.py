@@ -1,0 +1,211 @@
+"""Searching index.db: ranked chunks for a MATCH expression, newest messages for a query of
+filters only, which words a message holds, and the chunks the vector side embeds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import apsw
+
+from oaken.config import IndexConfig
+from oaken.errors import QueryError
+from oaken.index.keyword.filters import filter_sql, subject_terms
+from oaken.index.keyword.records import (SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_OPEN, KeywordChunkHit,
+                                         KeywordFilters, KeywordMessageHit, StoredChunk, quote)
+from oaken.index.keyword.schema import COLUMNS, SCHEMA_VERSION, classify, connect, index_path, unavailable
+
+
+def _match_cols(api: apsw.FTS5ExtensionApi, *args: object) -> str:
+    """'columns;phrases' of the current row, e.g. '0,3;0,1' (registered as oaken_match)."""
+    cols: set[int] = set()
+    phrases = []
+    for i in range(api.phrase_count):
+        found = api.phrase_columns(i)
+        if found:
+            phrases.append(i)
+            cols.update(found)
+    return ",".join(map(str, sorted(cols))) + ";" + ",".join(map(str, phrases))
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x)
+
+
+class KeywordIndex:
+    """An open index.db for searching. Raises IndexUnavailable when it is missing, corrupt or locked."""
+
+    def __init__(self, data_dir: Path, index_config: IndexConfig = IndexConfig(), *, busy_ms: int = 2000):
+        self.path = index_path(data_dir)
+        c = index_config
+        self.weights = (c.weight_subject, c.weight_sender, c.weight_recipients, c.weight_body, c.weight_quoted,
+                        c.weight_attachments)
+        if not self.path.exists():
+            raise unavailable(self.path, "missing", "no file")
+        try:
+            self.db = connect(self.path, write=False, busy_ms=busy_ms)
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except apsw.Error as e:
+            raise unavailable(self.path, classify(e), str(e)) from None
+        if not row or row[0] != SCHEMA_VERSION:
+            raise unavailable(self.path, "stale", f"schema {row[0] if row else None}, expected {SCHEMA_VERSION}")
+        self.db.register_fts5_function("oaken_match", _match_cols)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "KeywordIndex":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, sql: str, params: Sequence[object] | dict) -> list[tuple]:
+        try:
+            return self.db.execute(sql, params).fetchall()
+        except apsw.SQLError as e:
+            raise QueryError(f"keyword query could not be run ({e}); build MATCH from tokens quoted with "
+                             "oaken.index.keyword.quote") from None
+        except (apsw.CorruptError, apsw.NotADBError, apsw.BusyError, apsw.LockedError, apsw.IOError,
+                apsw.CantOpenError, apsw.SchemaChangeError) as e:
+            raise unavailable(self.path, classify(e), str(e)) from None
+
+    def query(self, match: str, filters: KeywordFilters = KeywordFilters(), limit: int = 50) -> list[KeywordChunkHit]:
+        """Best chunks for an FTS5 MATCH expression, within the filters, best first."""
+        conds, params, subject = filter_sql(filters)
+        # FTS5 numbers phrases in order: the subject filter's come first, one per term, so the
+        # phrases of `match` are numbered from n_subject on (no need to parse `match` to count them)
+        n_subject = len(subject_terms(filters))
+        expr = " AND ".join(f"({p})" for p in (subject, match.strip()) if p)
+        if not expr:
+            raise QueryError("keyword query with no words: use KeywordIndex.newest for a query of filters only")
+        where = " AND ".join(["fts MATCH ?", *conds])
+        weights = ", ".join(repr(float(w)) for w in self.weights)
+        ranked = self._ranked_first(expr, conds, params, weights, limit)
+        if ranked is None:
+            ranked = self._run(
+                f"SELECT fts.rowid, c.message, bm25(fts, {weights}) AS rank FROM fts "
+                f"JOIN chunks c ON c.id = fts.rowid JOIN messages m ON m.id = c.message "
+                f"WHERE {where} ORDER BY rank LIMIT ?",
+                [expr, *params, limit],
+            )
+        if not ranked:
+            return []
+        # snippets and matched columns only for the rows returned (a Python callback per row is dear)
+        extra = {r[0]: (r[1], r[2]) for r in self._run(
+            f"SELECT rowid, snippet(fts, -1, ?, ?, ?, 24), oaken_match(fts) FROM fts "
+            f"WHERE fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
+            [SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, expr, json.dumps([r[0] for r in ranked])],
+        )}
+        hits = []
+        for chunk, message, rank in ranked:
+            snippet, info = extra.get(chunk, ("", ";"))
+            cols, _, phrases = info.partition(";")
+            hits.append(KeywordChunkHit(
+                message=message, chunk=chunk, score=-rank, snippet=snippet,
+                columns=tuple(COLUMNS[i] for i in _ints(cols)),
+                phrases=tuple(p - n_subject for p in _ints(phrases) if p >= n_subject),
+            ))
+        return hits
+
+    # Joining every matching chunk to its message costs more than ranking it (a word in every
+    # chunk of 100k messages: ~45 ms to rank, ~120 ms ranked and joined), so the best chunks are
+    # ranked alone first and only they are joined and filtered.
+    RANK_FIRST = 8
+    FEW_CANDIDATES = 200
+    COMMON_ROWS = 5000
+
+    def _ranked_first(self, expr: str, conds: list[str], params: list[object], weights: str,
+                      limit: int) -> list[tuple] | None:
+        """The filtered best `limit` chunks, found among the best limit x RANK_FIRST unfiltered ones;
+        None when too few of those pass the filters (the caller then filters every match). The
+        answer is the same: if `limit` filtered chunks are among the best, no other can beat them."""
+        probe = max(limit, 1) * self.RANK_FIRST
+        where = " AND ".join(conds) or "1"
+        rows = self._run(
+            f"WITH top AS MATERIALIZED (SELECT rowid AS id, bm25(fts, {weights}) AS rank FROM fts "
+            f"WHERE fts MATCH ? ORDER BY rank LIMIT ?) "
+            f"SELECT top.id, c.message, top.rank, (SELECT count(*) FROM top) FROM top "
+            f"JOIN chunks c ON c.id = top.id JOIN messages m ON m.id = c.message "
+            f"WHERE {where} ORDER BY top.rank LIMIT ?",
+            [expr, probe, *params, limit],
+        )
+        if len(rows) >= limit or (rows and rows[0][3] < probe):
+            return [r[:3] for r in rows]
+        if not rows:
+            total = self._run("SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)", [expr, probe])
+            if total[0][0] < probe:
+                return []
+        return None
+
+    def newest(self, filters: KeywordFilters = KeywordFilters(), limit: int = 10, offset: int = 0
+               ) -> list[KeywordMessageHit]:
+        """Messages within the filters, newest first: a query with no words."""
+        conds, params, subject = filter_sql(filters)
+        if subject:
+            conds.append("m.id IN (SELECT c.message FROM fts JOIN chunks c ON c.id = fts.rowid WHERE fts MATCH ?)")
+            params.append(subject)
+        where = " AND ".join(conds) or "1"
+        rows = self._run(f"SELECT m.id, m.date FROM messages m WHERE {where} ORDER BY m.date DESC, m.id DESC "
+                         f"LIMIT ? OFFSET ?", [*params, limit, offset])
+        return [KeywordMessageHit(*r) for r in rows]
+
+    def tokens_present(self, messages: Iterable[int], tokens: Sequence[str]) -> dict[int, frozenset[str]]:
+        """For each message, which of the tokens (plain words, quoted here) it holds in any column."""
+        wanted = sorted(set(messages))
+        ids = json.dumps(wanted)
+        by_doclist = ("SELECT DISTINCT c.message FROM fts JOIN chunks c ON c.id = fts.rowid "
+                      "WHERE fts MATCH ?1 AND c.message IN (SELECT value FROM json_each(?2))")
+        # A common word's whole doclist costs ~50 ms to walk at 100k messages; a few candidates'
+        # chunks looked up in FTS5 by rowid cost ~7 ms. For a rare word or many candidates, walk.
+        by_rowid = ("SELECT DISTINCT c.message FROM json_each(?2) j CROSS JOIN chunks c ON c.message = j.value "
+                    "CROSS JOIN fts ON fts.rowid = c.id WHERE fts MATCH ?1")
+        found: dict[int, set[str]] = {}
+        for token in dict.fromkeys(tokens):
+            if not token.strip():
+                continue
+            sql = by_doclist
+            if len(wanted) <= self.FEW_CANDIDATES:
+                common = self._run("SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)",
+                                   [quote(token), self.COMMON_ROWS])[0][0] >= self.COMMON_ROWS
+                sql = by_rowid if common else by_doclist
+            for (message,) in self._run(sql, [quote(token), ids]):
+                found.setdefault(message, set()).add(token)
+        return {m: frozenset(t) for m, t in found.items()}
+
+    def matches_anything(self, match: str) -> bool:
+        """Whether any chunk at all matches (no ranking: the first row of the doclist answers)."""
+        return bool(self._run("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1", [match]))
+
+    _CHUNK_SQL = ("SELECT c.id, c.message, c.ord, c.kind, c.tokens, c.text, m.subject FROM chunks c "
+                  "JOIN messages m ON m.id = c.message")
+
+    def chunks_of(self, messages: Iterable[int], kind: str | None = "body") -> list[StoredChunk]:
+        """The chunks of these messages in order (kind None: quoted ones too)."""
+        sql = self._CHUNK_SQL + " WHERE c.message IN (SELECT value FROM json_each(?))"
+        params: list[object] = [json.dumps(sorted(set(messages)))]
+        if kind is not None:
+            sql += " AND c.kind = ?"
+            params.append(kind)
+        return [StoredChunk(*r) for r in self._run(sql + " ORDER BY c.message, c.ord", params)]
+
+    def body_chunks(self, after_id: int = 0, limit: int = 1000) -> list[StoredChunk]:
+        """Body chunks with id > after_id, by id: the vector side walks the index with this."""
+        return [StoredChunk(*r) for r in self._run(
+            self._CHUNK_SQL + " WHERE c.id > ? AND c.kind = 'body' ORDER BY c.id LIMIT ?", [after_id, limit])]
+
+    def chunk_ids(self, kind: str = "body") -> set[int]:
+        return {r[0] for r in self._run("SELECT id FROM chunks WHERE kind = ?", [kind])}
+
+    def message_dates(self, messages: Iterable[int]) -> dict[int, int]:
+        return dict(self._run("SELECT id, date FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                              [json.dumps(sorted(set(messages)))]))
+
+    def counts(self) -> tuple[int, int]:
+        m = self._run("SELECT count(*) FROM messages", [])[0][0]
+        c = self._run("SELECT count(*) FROM chunks", [])[0][0]
+        return m, c
+
+    def seq(self) -> int:
+        return self._run("SELECT value FROM meta WHERE key = 'seq'", [])[0][0]

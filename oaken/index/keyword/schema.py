@@ -1,0 +1,102 @@
+"""index.db on disk: where it is, its schema and version, and opening it.
+
+A failure to open or read it becomes IndexUnavailable with a state ("missing", "corrupt",
+"locked", "stale") and the fix; the reader, the writer and `status` all report through here.
+There are no migrations: index.db is derived, so another SCHEMA_VERSION means "stale", and
+`oaken reindex --rebuild` makes it again from raw.db.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+
+from oaken.errors import IndexUnavailable
+
+INDEX_FILE = "index.db"
+SCHEMA_VERSION = 2  # 2: recipients on a message's first chunk only
+COLUMNS = ("subject", "sender", "recipients", "body", "quoted", "attachments")
+UNAVAILABLE = "keyword_index_unavailable"
+
+SCHEMA = f"""
+CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE messages(
+    id INTEGER PRIMARY KEY,
+    account TEXT NOT NULL,
+    message_id TEXT,
+    content_hash TEXT NOT NULL,
+    date INTEGER NOT NULL,
+    subject TEXT NOT NULL,
+    sender_name TEXT NOT NULL,
+    sender_addr TEXT NOT NULL,
+    recipients TEXT NOT NULL,
+    cc TEXT NOT NULL,
+    thread INTEGER NOT NULL,
+    disposition TEXT NOT NULL,
+    has_attachment INTEGER NOT NULL,
+    attachment_names TEXT NOT NULL,
+    attachment_types TEXT NOT NULL,
+    problem TEXT,
+    chunker_version INTEGER NOT NULL
+);
+CREATE INDEX messages_account_date ON messages(account, date);
+CREATE INDEX messages_thread ON messages(thread);
+CREATE TABLE tags(
+    kind TEXT NOT NULL,
+    value TEXT NOT NULL COLLATE NOCASE,
+    message INTEGER NOT NULL,
+    PRIMARY KEY(kind, value, message)
+) WITHOUT ROWID;
+CREATE INDEX tags_message ON tags(message);
+CREATE TABLE chunks(
+    id INTEGER PRIMARY KEY,
+    message INTEGER NOT NULL,
+    ord INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX chunks_message ON chunks(message);
+CREATE VIEW fts_content AS
+    SELECT c.id AS id, m.subject AS subject,
+           m.sender_name || ' ' || m.sender_addr AS sender,
+           CASE c.ord WHEN 0 THEN m.recipients || char(10) || m.cc ELSE '' END AS recipients,
+           CASE c.kind WHEN 'body' THEN c.text ELSE '' END AS body,
+           CASE c.kind WHEN 'quoted' THEN c.text ELSE '' END AS quoted,
+           m.attachment_names AS attachments
+    FROM chunks c JOIN messages m ON m.id = c.message;
+CREATE VIRTUAL TABLE fts USING fts5({", ".join(COLUMNS)}, content='fts_content', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2');
+INSERT INTO meta VALUES ('schema', {SCHEMA_VERSION}), ('seq', 0);
+"""
+
+
+def index_path(data_dir: Path) -> Path:
+    return Path(data_dir) / INDEX_FILE
+
+
+def unavailable(path: Path, state: str, detail: str) -> IndexUnavailable:
+    what = {"missing": "does not exist yet", "corrupt": "is damaged", "locked": "is locked by another process",
+            "stale": "was made by another version of Oaken"}[state]
+    fix = "run `oaken reindex` to build it" if state == "missing" else "run `oaken reindex --rebuild` to repair it"
+    if state == "locked":
+        fix = "wait for the other process (another `oaken reindex`?) or run `oaken reindex --rebuild`"
+    err = IndexUnavailable(f"{path}: keyword index {what} ({detail}); {fix}")
+    err.code = UNAVAILABLE  # type: ignore[attr-defined]
+    err.state = state  # type: ignore[attr-defined]
+    return err
+
+
+def classify(e: apsw.Error) -> str:
+    if isinstance(e, (apsw.BusyError, apsw.LockedError)):
+        return "locked"
+    return "corrupt"
+
+
+def connect(path: Path, *, write: bool, busy_ms: int) -> apsw.Connection:
+    flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if write else 0)
+    db = apsw.Connection(str(path), flags=flags)
+    db.set_busy_timeout(busy_ms)
+    return db
+

@@ -1,0 +1,152 @@
+"""Writing index.db: the indexer's batches of messages and chunks, in transactions that queue."""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import apsw
+
+from oaken.index.keyword.records import ChunkText, MessageFields
+from oaken.index.keyword.schema import COLUMNS, SCHEMA, SCHEMA_VERSION, classify, connect, index_path, unavailable
+
+
+class KeywordWriter:
+    """index.db opened for writing by the indexer; creates it when missing.
+
+    Durability is off (synchronous=OFF): index.db is rebuilt from raw.db after a crash.
+    """
+
+    def __init__(self, data_dir: Path, *, busy_ms: int = 30_000):
+        self.path = index_path(data_dir)
+        new = not self.path.exists()
+        if new:
+            fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)  # it holds mail text: private
+            os.close(fd)
+        try:
+            self.db = connect(self.path, write=True, busy_ms=busy_ms)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=OFF")
+            self.db.execute("PRAGMA cache_size=-8000")  # 8 MB: the benchmark sums every process's memory
+            self.db.execute("PRAGMA temp_store=MEMORY")
+            if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                with self.transaction():  # another indexer may be creating it at the same moment
+                    if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                        self.db.execute(SCHEMA)
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except apsw.Error as e:
+            raise unavailable(self.path, classify(e), str(e)) from None
+        if not row or row[0] != SCHEMA_VERSION:
+            raise unavailable(self.path, "stale", f"schema {row[0] if row else None}, expected {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        try:
+            self.db.execute("PRAGMA optimize")
+        except apsw.Error:
+            pass
+        self.db.close()
+
+    def __enter__(self) -> "KeywordWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """`with writer.transaction():` one batch lands whole. The write lock is taken at the start
+        (BEGIN IMMEDIATE), so two indexers (the daemon and `oaken reindex`) queue, never deadlock."""
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except apsw.BusyError as e:
+            raise unavailable(self.path, "locked", str(e)) from None
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def seq(self) -> int:
+        return self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0]
+
+    def set_seq(self, seq: int) -> None:
+        self.db.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (seq,))
+
+    def hashes(self, messages: Iterable[int]) -> dict[int, tuple[str, int]]:
+        """message -> (content_hash, chunker_version) of what is indexed now."""
+        return {r[0]: (r[1], r[2]) for r in self.db.execute(
+            "SELECT id, content_hash, chunker_version FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(set(messages))),))}
+
+    def _delete_text(self, messages: list[int]) -> None:
+        ids = json.dumps(messages)
+        # external content: FTS5 is told the old values before the rows behind them go
+        self.db.execute(
+            f"INSERT INTO fts(fts, rowid, {', '.join(COLUMNS)}) SELECT 'delete', id, {', '.join(COLUMNS)} "
+            "FROM fts_content WHERE id IN (SELECT id FROM chunks WHERE message IN (SELECT value FROM json_each(?)))",
+            (ids,))
+        self.db.execute("DELETE FROM chunks WHERE message IN (SELECT value FROM json_each(?))", (ids,))
+
+    def delete(self, messages: Iterable[int]) -> None:
+        ids = sorted(set(messages))
+        if not ids:
+            return
+        self._delete_text(ids)
+        js = json.dumps(ids)
+        self.db.execute("DELETE FROM tags WHERE message IN (SELECT value FROM json_each(?))", (js,))
+        self.db.execute("DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))", (js,))
+
+    def _tags(self, fields: MessageFields) -> Iterator[tuple[str, str, int]]:
+        for label in dict.fromkeys(fields.labels):
+            yield ("l", label, fields.id)
+        for folder in dict.fromkeys(fields.folders):
+            yield ("f", folder, fields.id)
+
+    def replace(self, docs: Sequence[tuple[MessageFields, Sequence[ChunkText]]], chunker_version: int) -> None:
+        """Write messages and their chunks, replacing whatever was indexed for them."""
+        if not docs:
+            return
+        self.delete(f.id for f, _ in docs)
+        self.db.executemany(
+            "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ((f.id, f.account, f.message_id, f.content_hash, f.date, f.subject, f.sender_name, f.sender_addr,
+              "\n".join(f.to), "\n".join(f.cc), f.thread, f.disposition, 1 if f.attachment_names or
+              f.attachment_types else 0, "\n".join(f.attachment_names), "\n".join(f.attachment_types), f.problem,
+              chunker_version) for f, _ in docs))
+        self.db.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?, ?)",
+                            (t for f, _ in docs for t in self._tags(f)))
+        next_id = (self.db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]) + 1
+        chunk_rows = []
+        fts_rows = []
+        for f, chunks in docs:
+            sender = f"{f.sender_name} {f.sender_addr}"
+            recipients = "\n".join(f.to) + "\n" + "\n".join(f.cc)
+            names = "\n".join(f.attachment_names)
+            for ord_, ch in enumerate(chunks):
+                chunk_rows.append((next_id, f.id, ord_, ch.kind, ch.tokens, ch.text))
+                body, quoted = (ch.text, "") if ch.kind == "body" else ("", ch.text)
+                fts_rows.append((next_id, f.subject, sender, recipients if ord_ == 0 else "", body, quoted, names))
+                next_id += 1
+        self.db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?)", chunk_rows)
+        self.db.executemany(f"INSERT INTO fts(rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)", fts_rows)
+
+    def update_fields(self, fields: Sequence[MessageFields]) -> None:
+        """Labels, folders, disposition and thread changed but not the bytes: no text is touched."""
+        if not fields:
+            return
+        self.db.executemany("UPDATE messages SET thread = ?, disposition = ?, account = ? WHERE id = ?",
+                            ((f.thread, f.disposition, f.account, f.id) for f in fields))
+        self.db.execute("DELETE FROM tags WHERE message IN (SELECT value FROM json_each(?))",
+                        (json.dumps([f.id for f in fields]),))
+        self.db.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?, ?)", (t for f in fields for t in self._tags(f)))
+
+    def message_ids(self) -> set[int]:
+        return {r[0] for r in self.db.execute("SELECT id FROM messages")}
+
+    def counts(self) -> tuple[int, int]:
+        return (self.db.execute("SELECT count(*) FROM messages").fetchone()[0],
+                self.db.execute("SELECT count(*) FROM chunks").fetchone()[0])
