@@ -14,7 +14,7 @@ from oaken.errors import QueryError
 from oaken.index.keyword.filters import filter_sql, subject_terms
 from oaken.index.keyword.records import (SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_OPEN, KeywordChunkHit,
                                          KeywordFilters, KeywordMessageHit, StoredChunk, quote)
-from oaken.index.keyword.schema import COLUMNS, SCHEMA_VERSION, classify, connect, index_path, unavailable
+from oaken.index.keyword.schema import COLUMNS, check_version, classify, connect, index_path, unavailable
 
 
 def _match_cols(api: apsw.FTS5ExtensionApi, *args: object) -> str:
@@ -45,11 +45,9 @@ class KeywordIndex:
             raise unavailable(self.path, "missing", "no file")
         try:
             self.db = connect(self.path, write=False, busy_ms=busy_ms)
-            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            check_version(self.db, self.path)
         except apsw.Error as e:
             raise unavailable(self.path, classify(e), str(e)) from None
-        if not row or row[0] != SCHEMA_VERSION:
-            raise unavailable(self.path, "stale", f"schema {row[0] if row else None}, expected {SCHEMA_VERSION}")
         self.db.register_fts5_function("oaken_match", _match_cols)
 
     def close(self) -> None:

@@ -100,3 +100,11 @@ def connect(path: Path, *, write: bool, busy_ms: int) -> apsw.Connection:
     db.set_busy_timeout(busy_ms)
     return db
 
+
+
+def check_version(db: apsw.Connection, path: Path) -> None:
+    """Raises IndexUnavailable ("stale") unless index.db has this code's SCHEMA_VERSION. An
+    apsw.Error from reading it is left to the caller, which classifies its own failures."""
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    if not row or row[0] != SCHEMA_VERSION:
+        raise unavailable(path, "stale", f"schema {row[0] if row else None}, expected {SCHEMA_VERSION}")

@@ -11,7 +11,7 @@ from typing import Iterable, Iterator, Sequence
 import apsw
 
 from oaken.index.keyword.records import ChunkText, MessageFields
-from oaken.index.keyword.schema import COLUMNS, SCHEMA, SCHEMA_VERSION, classify, connect, index_path, unavailable
+from oaken.index.keyword.schema import COLUMNS, SCHEMA, check_version, classify, connect, index_path, unavailable
 
 
 class KeywordWriter:
@@ -36,11 +36,9 @@ class KeywordWriter:
                 with self.transaction():  # another indexer may be creating it at the same moment
                     if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
                         self.db.execute(SCHEMA)
-            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            check_version(self.db, self.path)
         except apsw.Error as e:
             raise unavailable(self.path, classify(e), str(e)) from None
-        if not row or row[0] != SCHEMA_VERSION:
-            raise unavailable(self.path, "stale", f"schema {row[0] if row else None}, expected {SCHEMA_VERSION}")
 
     def close(self) -> None:
         try:
