@@ -233,7 +233,8 @@ def _untimed(answer: tuple) -> tuple:
 def test_fast_body_fetch_parser_agrees_with_imapclient_and_falls_back(imap_box: Mailbox, real_mail):
     from imapclient.response_parser import parse_fetch_response
 
-    from oaken.sync.imap import _fast_fetch, connect
+    from oaken.sync.imap import connect
+    from oaken.sync.imap_syntax import _fast_fetch
 
     imap_box.fill("INBOX", real_mail[:8], flags=("\\Flagged", "$Work"))
     conn = connect(imap_box.config().accounts["test"])

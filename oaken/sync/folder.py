@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # imported when a download needs them: a sync with nothing ne
 from oaken import crashpoints, envelope, log, processes
 from oaken.store import Folder, Incoming, Store
 from oaken.sync.fetcher import BatchFetcher
-from oaken.sync.imap import Connection, Selected, StoreResult, flag_names, internaldate, modseq_of
+from oaken.sync.imap import Connection, Selected, StoreResult
+from oaken.sync.imap_syntax import flag_names, internaldate, modseq_of
 
 HEADER_ITEMS = b"UID RFC822.SIZE FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
 PUSH_RETRIES = 3

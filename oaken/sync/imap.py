@@ -1,6 +1,7 @@
 """One IMAP connection: TLS, login, raw commands imapclient lacks (QRESYNC SELECT, LIST-STATUS,
-conditional STORE), IDLE. Socket timeouts are always set, so a silent link ends in TimeoutError
-instead of hanging forever.
+conditional STORE, pipelined FETCH), IDLE. Socket timeouts are always set, so a silent link ends in
+TimeoutError instead of hanging forever. Where the secrets and the TLS context come from is
+credentials.py; the syntax of what is sent and received is imap_syntax.py.
 
 Errors are sorted into two kinds: `SyncError` (a bad password, an untrusted certificate: retrying
 will not help, so it is reported once) and `ConnectionLost` (the link or the server went away:
@@ -10,22 +11,18 @@ what was stored stays stored, and the next attempt resumes).
 from __future__ import annotations
 
 import imaplib
-import os
 import re
-import shlex
 import ssl
-import subprocess
 from dataclasses import dataclass
-from datetime import datetime
-from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from imapclient import IMAPClient, imap_utf7
-from imapclient.response_parser import parse_fetch_response, parse_response
 
-from oaken import log
 from oaken.config import AccountConfig, _is_loopback
 from oaken.errors import SyncError
+from oaken.sync.credentials import account_section, oauth2_token, password, ssl_context
+from oaken.sync.imap_syntax import (FolderStatus, as_text, fetch_items, flag_changes, flag_names, folder_statuses,
+                                    parse_uid_set, quote_mailbox, uid_set)
 
 # What a dropped link, a killed server process, a silent network or a broken TLS record raises.
 TRANSIENT: tuple[type[BaseException], ...] = (IMAPClient.AbortError, OSError, TimeoutError, ssl.SSLError, EOFError)
@@ -33,14 +30,6 @@ TRANSIENT: tuple[type[BaseException], ...] = (IMAPClient.AbortError, OSError, Ti
 
 class ConnectionLost(SyncError):
     """The connection failed mid-sync; everything committed is kept and a retry resumes."""
-
-
-@dataclass(frozen=True)
-class FolderStatus:
-    messages: int | None
-    uidnext: int | None
-    uidvalidity: int | None
-    highestmodseq: int | None
 
 
 @dataclass(frozen=True)
@@ -83,120 +72,6 @@ class StoreResult:
     flags: tuple[str, ...] | None  # the flags the server reported after the STORE
     modseq: int | None
     error: str | None = None
-
-
-def _where(account: AccountConfig) -> str:
-    return f"[accounts.{account.name}]"
-
-
-def _run_secret_command(account: AccountConfig, key: str, command: str) -> str:
-    try:
-        out = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60,
-                             stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise SyncError(f"{_where(account)} {key}: {shlex.split(command)[0]!r} did not finish in 60 s") from None
-    if out.returncode != 0:
-        raise SyncError(f"{_where(account)} {key}: the command exited {out.returncode}: "
-                        f"{out.stderr.strip()[:200] or 'no message'}")
-    value = out.stdout.splitlines()[0].strip() if out.stdout.strip() else ""
-    if not value:
-        raise SyncError(f"{_where(account)} {key}: the command printed nothing")
-    return value
-
-
-def password(account: AccountConfig) -> str:
-    """The password from the one source the config names (like mbsync's PassCmd)."""
-    value: str | None = None
-    if account.password_command:
-        value = _run_secret_command(account, "password_command", account.password_command)
-    elif account.password_env:
-        value = os.environ.get(account.password_env)
-        if not value:
-            raise SyncError(f"{_where(account)} password_env: the environment variable "
-                            f"{account.password_env} is not set")
-    elif account.password_file:
-        path = Path(account.password_file).expanduser()
-        try:
-            if path.stat().st_mode & 0o077:
-                raise SyncError(f"{_where(account)} password_file: {path} is readable by others; "
-                                f"run: chmod 600 {path}")
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as e:
-            raise SyncError(f"{_where(account)} password_file: cannot read {path}: {e.strerror}") from None
-        value = lines[0].strip() if lines else ""
-        if not value:
-            raise SyncError(f"{_where(account)} password_file: {path} is empty")
-    elif account.password:
-        value = account.password
-    if not value:
-        raise SyncError(f"{_where(account)}: no password source; set password_command, password_env or password_file")
-    log.register_secret(value)
-    return value
-
-
-def oauth2_token(account: AccountConfig) -> str:
-    if not account.oauth2_token_command:
-        raise SyncError(f"{_where(account)} oauth2_token_command: required when auth = {account.auth!r}")
-    token = _run_secret_command(account, "oauth2_token_command", account.oauth2_token_command)
-    log.register_secret(token)
-    return token
-
-
-def _ssl_context(account: AccountConfig) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=account.ca_file) if account.ca_file else ssl.create_default_context()
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    return ctx
-
-
-def _quote(name: str) -> bytes:
-    raw = imap_utf7.encode(name)
-    return b'"' + raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
-
-
-def uid_set(uids: Iterable[int]) -> bytes:
-    """1,2,3,7 -> b'1:3,7': short commands even for thousands of UIDs."""
-    out: list[str] = []
-    start = prev = None
-    for u in sorted(set(uids)):
-        if start is None:
-            start = prev = u
-        elif u == prev + 1:  # type: ignore[operator]
-            prev = u
-        else:
-            out.append(f"{start}:{prev}" if start != prev else str(start))
-            start = prev = u
-    if start is not None:
-        out.append(f"{start}:{prev}" if start != prev else str(start))
-    return ",".join(out).encode()
-
-
-def parse_uid_set(text: bytes | str) -> set[int]:
-    s = text.decode() if isinstance(text, bytes) else text
-    out: set[int] = set()
-    for part in s.strip().split(","):
-        if not part:
-            continue
-        if ":" in part:
-            a, b = (int(x) for x in part.split(":"))
-            out.update(range(min(a, b), max(a, b) + 1))
-        else:
-            out.add(int(part))
-    return out
-
-
-def _text(v: object) -> str:
-    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-
-
-def flag_names(flags: Iterable[object]) -> tuple[str, ...]:
-    return tuple(_text(f) for f in flags)
-
-
-def modseq_of(item: dict) -> int | None:
-    v = item.get(b"MODSEQ")
-    if isinstance(v, tuple) and v:
-        return int(v[0])
-    return int(v) if isinstance(v, int) else None
 
 
 class Connection:
@@ -311,7 +186,7 @@ class Connection:
         if self.list_status and "LIST-EXTENDED" in self.caps:
             special = b" SPECIAL-USE" if "SPECIAL-USE" in self.caps else b""
             untagged = self._check(b'LIST "" "*" RETURN (SUBSCRIBED' + special + b" STATUS (" + items + b"))")
-            statuses = self._statuses(untagged.get("STATUS", []))
+            statuses = folder_statuses(untagged.get("STATUS", []))
             return [ServerFolder(n, d, f, "\\Subscribed" in f or n.upper() == "INBOX", statuses.get(n))
                     for f, d, n in self._list_entries(untagged.get("LIST", []))]
         subscribed = {n for _f, _d, n in self._list_entries(self._check(b'LSUB "" "*"').get("LSUB", []))}
@@ -320,32 +195,21 @@ class Connection:
             sub = name in subscribed or name.upper() == "INBOX"
             status = None
             if sub and "\\Noselect" not in flags:
-                status = self._statuses(self._check(b"STATUS " + _quote(name) + b" (" + items + b")")
-                                        .get("STATUS", [])).get(name)
+                status = folder_statuses(self._check(b"STATUS " + quote_mailbox(name) + b" (" + items + b")")
+                                         .get("STATUS", [])).get(name)
             out.append(ServerFolder(name, delim, flags, sub, status))
         return out
 
     def _list_entries(self, data: list) -> Iterator[tuple[tuple[str, ...], str | None, str]]:
         for flags, delim, name in self.client._proc_folder_list([d for d in data if d is not None]):
-            yield (flag_names(flags), _text(delim) if delim is not None else None,
+            yield (flag_names(flags), as_text(delim) if delim is not None else None,
                    name if isinstance(name, str) else imap_utf7.decode(name))
-
-    @staticmethod
-    def _statuses(data: list) -> dict[str, FolderStatus]:
-        out: dict[str, FolderStatus] = {}
-        for entry in data:
-            parts = parse_response([entry] if isinstance(entry, bytes) else list(entry))
-            name = imap_utf7.decode(parts[0]) if isinstance(parts[0], bytes) else str(parts[0])
-            values = dict(zip(parts[1][::2], parts[1][1::2]))
-            out[name] = FolderStatus(values.get(b"MESSAGES"), values.get(b"UIDNEXT"),
-                                     values.get(b"UIDVALIDITY"), values.get(b"HIGHESTMODSEQ"))
-        return out
 
     def select(self, name: str, *, readonly: bool = False,
                qresync: tuple[int, int] | None = None) -> Selected:
         """SELECT (or EXAMINE); with `qresync=(uidvalidity, modseq)` the server reports what vanished
         and which flags changed since then, in the same round trip (RFC 7162)."""
-        line = (b"EXAMINE " if readonly else b"SELECT ") + _quote(name)
+        line = (b"EXAMINE " if readonly else b"SELECT ") + quote_mailbox(name)
         if qresync and self.qresync:
             line += f" (QRESYNC ({qresync[0]} {qresync[1]}))".encode()
         elif self.condstore:
@@ -360,9 +224,9 @@ class Connection:
 
         vanished: set[int] = set()
         for v in untagged.get("VANISHED", []):
-            text = _text(v)
+            text = as_text(v)
             vanished |= parse_uid_set(text.replace("(EARLIER)", "").strip())
-        changed = self._flag_changes(untagged.get("FETCH", []))
+        changed = flag_changes(untagged.get("FETCH", []))
         uidvalidity = num("UIDVALIDITY")
         if uidvalidity is None:
             raise IMAPClient.Error(f"SELECT {name}: the server sent no UIDVALIDITY")
@@ -374,17 +238,6 @@ class Connection:
         return Selected(name, uidvalidity, uidnext, exists, num("HIGHESTMODSEQ") if self.condstore else None,
                         frozenset(vanished), changed)
 
-    @staticmethod
-    def _flag_changes(data: list) -> dict[int, tuple[tuple[str, ...], int | None]]:
-        out: dict[int, tuple[tuple[str, ...], int | None]] = {}
-        if not data:
-            return out
-        for _seq, item in parse_fetch_response(data, False, False).items():
-            uid = item.get(b"UID")
-            if uid is not None and b"FLAGS" in item:
-                out[int(uid)] = (flag_names(item[b"FLAGS"]), modseq_of(item))
-        return out
-
     # ---- messages -----------------------------------------------------------------------------
 
     def search_uids(self, criteria: bytes) -> list[int]:
@@ -392,7 +245,7 @@ class Connection:
             untagged = self._check(b"UID SEARCH RETURN (ALL) " + criteria)
             found: set[int] = set()
             for line in untagged.get("ESEARCH", []):
-                words = _text(line).split()
+                words = as_text(line).split()
                 if "ALL" in words:
                     found |= parse_uid_set(words[words.index("ALL") + 1])
             return sorted(found)
@@ -424,10 +277,7 @@ class Connection:
         data = untagged.get("FETCH", [])
         if not data:
             return {}
-        fast = _fast_fetch(data)
-        if fast is not None:
-            return fast
-        return {int(uid): item for uid, item in parse_fetch_response(data, False, True).items()}
+        return fetch_items(data)
 
     def store_flag(self, uid: int, op: str, flag: str, *, unchangedsince: int | None = None) -> StoreResult:
         """Add or remove one flag on one message; UNCHANGEDSINCE makes it conditional (RFC 7162)."""
@@ -444,7 +294,7 @@ class Connection:
         modified = text.upper().startswith(b"[MODIFIED")
         flags: tuple[str, ...] | None = None
         modseq = None
-        for fetched_uid, (f, m) in self._flag_changes(untagged.get("FETCH", [])).items():
+        for fetched_uid, (f, m) in flag_changes(untagged.get("FETCH", [])).items():
             if fetched_uid == uid:
                 flags, modseq = f, m
         return StoreResult(True, modified, flags, modseq)
@@ -462,51 +312,10 @@ class Connection:
                 pass
 
 
-def internaldate(value: object) -> int | None:
-    if isinstance(value, int):
-        return value
-    return int(value.timestamp()) if isinstance(value, datetime) else None
-
-
-# The answer to our own body FETCH, as servers write it: "7 (UID 7 FLAGS (\Seen) INTERNALDATE
-# "29-Nov-2026 14:15:39 +0000" MODSEQ (2) BODY[] {2483}". imapclient's general parser spends more
-# time on it than storing the message; anything else falls back to that parser.
-_BODY_FETCH = re.compile(
-    rb'\d+ \(UID (\d+) FLAGS \(([^()]*)\) INTERNALDATE "(\d{1,2})-(\w{3})-(\d{4}) (\d\d):(\d\d):(\d\d) '
-    rb'([+-])(\d\d)(\d\d)"(?: MODSEQ \((\d+)\))? BODY\[\] \{\d+\}$')
-_MONTHS = {m: i for i, m in enumerate(
-    (b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"), 1)}
-
-
-def _fast_fetch(data: list) -> dict[int, dict] | None:
-    import calendar
-
-    out: dict[int, dict] = {}
-    i = 0
-    while i < len(data):
-        entry = data[i]
-        tail = data[i + 1] if i + 1 < len(data) else None
-        if not isinstance(entry, tuple) or tail != b")":
-            return None
-        m = _BODY_FETCH.match(entry[0])
-        if m is None or m.group(4) not in _MONTHS:
-            return None
-        uid, flags, day, mon, year, hh, mm, ss, sign, oh, om, modseq = m.groups()
-        stamp = calendar.timegm((int(year), _MONTHS[mon], int(day), int(hh), int(mm), int(ss), 0, 0, 0))
-        offset = (int(oh) * 3600 + int(om) * 60) * (1 if sign == b"+" else -1)
-        item: dict = {b"UID": int(uid), b"FLAGS": tuple(flags.split()), b"INTERNALDATE": stamp - offset,
-                      b"BODY[]": entry[1]}
-        if modseq is not None:
-            item[b"MODSEQ"] = (int(modseq),)
-        out[int(uid)] = item
-        i += 2
-    return out
-
-
 def connect(account: AccountConfig, *, timeout: float | None = None) -> Connection:
     """Open, secure and log in. A refused login or an untrusted certificate raises SyncError once;
     a network failure raises ConnectionLost."""
-    where = _where(account)
+    where = account_section(account)
     port = account.effective_port
     if account.tls == "none" and not (account.allow_plaintext or _is_loopback(account.host)):
         raise SyncError(f"{where} tls: \"none\" to {account.host} would send the password in the clear; "
@@ -514,7 +323,7 @@ def connect(account: AccountConfig, *, timeout: float | None = None) -> Connecti
     secret = oauth2_token(account) if account.auth in ("xoauth2", "oauthbearer") else password(account)
     t = timeout if timeout is not None else (account.timeout_seconds or 60.0)
     try:
-        ctx = _ssl_context(account)
+        ctx = ssl_context(account)
     except (OSError, ssl.SSLError) as e:
         raise SyncError(f"{where} ca_file: cannot load {account.ca_file}: {e}") from None
     client = None

@@ -1,0 +1,84 @@
+"""What an account presents to its server and what it trusts: the password or OAuth2 token from
+the one source the config names, and the TLS context. Kept apart from the connection so that a
+secret's origin is read in one place and every secret is registered with the log's redaction
+before anything could print it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import ssl
+import subprocess
+from pathlib import Path
+
+from oaken import log
+from oaken.config import AccountConfig
+from oaken.errors import SyncError
+
+
+def account_section(account: AccountConfig) -> str:
+    """The config section an error names, e.g. `[accounts.work]`."""
+    return f"[accounts.{account.name}]"
+
+
+def _run_secret_command(account: AccountConfig, key: str, command: str) -> str:
+    where = account_section(account)
+    try:
+        out = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise SyncError(f"{where} {key}: {shlex.split(command)[0]!r} did not finish in 60 s") from None
+    if out.returncode != 0:
+        raise SyncError(f"{where} {key}: the command exited {out.returncode}: "
+                        f"{out.stderr.strip()[:200] or 'no message'}")
+    value = out.stdout.splitlines()[0].strip() if out.stdout.strip() else ""
+    if not value:
+        raise SyncError(f"{where} {key}: the command printed nothing")
+    return value
+
+
+def password(account: AccountConfig) -> str:
+    """The password from the one source the config names (like mbsync's PassCmd)."""
+    where = account_section(account)
+    value: str | None = None
+    if account.password_command:
+        value = _run_secret_command(account, "password_command", account.password_command)
+    elif account.password_env:
+        value = os.environ.get(account.password_env)
+        if not value:
+            raise SyncError(f"{where} password_env: the environment variable "
+                            f"{account.password_env} is not set")
+    elif account.password_file:
+        path = Path(account.password_file).expanduser()
+        try:
+            if path.stat().st_mode & 0o077:
+                raise SyncError(f"{where} password_file: {path} is readable by others; "
+                                f"run: chmod 600 {path}")
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as e:
+            raise SyncError(f"{where} password_file: cannot read {path}: {e.strerror}") from None
+        value = lines[0].strip() if lines else ""
+        if not value:
+            raise SyncError(f"{where} password_file: {path} is empty")
+    elif account.password:
+        value = account.password
+    if not value:
+        raise SyncError(f"{where}: no password source; set password_command, password_env or password_file")
+    log.register_secret(value)
+    return value
+
+
+def oauth2_token(account: AccountConfig) -> str:
+    if not account.oauth2_token_command:
+        raise SyncError(f"{account_section(account)} oauth2_token_command: required when auth = {account.auth!r}")
+    token = _run_secret_command(account, "oauth2_token_command", account.oauth2_token_command)
+    log.register_secret(token)
+    return token
+
+
+def ssl_context(account: AccountConfig) -> ssl.SSLContext:
+    """The system's trust store, or only `ca_file` when set (a private server); TLS 1.2 at least."""
+    ctx = ssl.create_default_context(cafile=account.ca_file) if account.ca_file else ssl.create_default_context()
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
