@@ -7,7 +7,6 @@ before anything could print it.
 from __future__ import annotations
 
 import os
-import shlex
 import ssl
 import subprocess
 from pathlib import Path
@@ -28,6 +27,8 @@ def _run_secret_command(account: AccountConfig, key: str, command: str) -> str:
         out = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60,
                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
+        import shlex  # only to name the stuck program; not worth importing for every sync
+
         raise SyncError(f"{where} {key}: {shlex.split(command)[0]!r} did not finish in 60 s") from None
     if out.returncode != 0:
         raise SyncError(f"{where} {key}: the command exited {out.returncode}: "
