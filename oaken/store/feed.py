@@ -1,0 +1,67 @@
+"""raw.db's change feed, which the indexes follow instead of diffing the store: every change to a
+message gives it a new change seq (by trigger for flags, labels and triage; here for new messages,
+new locations and thread merges), and a deleted message leaves a tombstone with a seq of its own.
+
+Every other part of the store builds on ChangeFeed: it names the connection they share.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import apsw
+
+from oaken.store.records import Change
+
+
+class ChangeFeed:
+    """The connection every part of the store shares (opened by Store), and the feed's seqs."""
+
+    db: apsw.Connection
+    path: Path
+
+    def seq(self) -> int:
+        return self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0]
+
+    def take_seqs(self, count: int) -> int:
+        """Reserve `count` new change seqs in one statement; returns the first of them."""
+        top = self.db.execute("UPDATE meta SET value = value + ? WHERE key = 'seq' RETURNING value",
+                              (count,)).fetchone()[0]
+        return top - count + 1
+
+    def bump(self, messages: Iterable[int]) -> None:
+        """Put messages in the feed again after a change no trigger sees."""
+        ids = list(messages)
+        if not ids:
+            return
+        # a seq of its own for each message: a reader paging the feed never cuts a run of equal seqs
+        first = self.take_seqs(len(ids))
+        self.db.executemany("UPDATE messages SET change_seq = ? WHERE id = ?",
+                            ((first + n, m) for n, m in enumerate(ids)))
+
+    def delete_messages(self, messages: Iterable[int]) -> None:
+        self.db.executemany("DELETE FROM messages WHERE id = ?", ((m,) for m in messages))
+
+    def delete_orphans(self, candidates: Iterable[int]) -> int:
+        """Delete those of `candidates` left with no location. Returns how many."""
+        gone = [m for m in set(candidates)
+                if not self.db.execute("SELECT 1 FROM locations WHERE message = ? LIMIT 1", (m,)).fetchone()]
+        self.delete_messages(gone)
+        return len(gone)
+
+    def changes_since(self, seq: int, limit: int = 1000) -> list[Change]:
+        """The change feed: messages changed or deleted after `seq`, oldest change first."""
+        rows = self.db.execute(
+            "SELECT id, change_seq, 0, content_hash FROM messages WHERE change_seq > ?1 "
+            "UNION ALL SELECT message, change_seq, 1, NULL FROM tombstones WHERE change_seq > ?1 "
+            "ORDER BY 2 LIMIT ?2",
+            (seq, limit),
+        ).fetchall()
+        return [Change(m, s, bool(d), h) for m, s, d, h in rows]
+
+    def count_changes_since(self, seq: int) -> int:
+        """How many entries changes_since(seq) would list in all (a progress bar's total)."""
+        return self.db.execute(
+            "SELECT (SELECT count(*) FROM messages WHERE change_seq > ?1) + "
+            "(SELECT count(*) FROM tombstones WHERE change_seq > ?1)", (seq,)).fetchone()[0]

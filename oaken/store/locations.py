@@ -1,0 +1,87 @@
+"""raw.db's locations: where each message lives (folder, UIDVALIDITY, UID) with its flags, as
+sync mirrors them from the server and matches messages again without downloading them; and the
+files an import stored."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from oaken.store.feed import ChangeFeed
+from oaken.store.records import Location, flags_text, split_flags
+
+
+class Locations(ChangeFeed):
+    """The places of messages: read, moved, reflagged and dropped as the server says."""
+
+    _LOC_SQL = ("SELECT l.id, l.message, l.folder_id, f.name, l.uidvalidity, l.uid, l.flags, l.modseq "
+                "FROM locations l JOIN folders f ON f.id = l.folder_id")
+
+    def locations(self, message: int) -> list[Location]:
+        return [Location(*r[:6], split_flags(r[6]), r[7]) for r in self.db.execute(
+            self._LOC_SQL + " WHERE l.message = ? ORDER BY l.id", (message,))]
+
+    def folder_uids(self, folder_id: int, uidvalidity: int | None) -> dict[int, tuple[int, tuple[str, ...]]]:
+        """uid -> (message, flags) for one folder at one UIDVALIDITY."""
+        return {r[0]: (r[1], split_flags(r[2])) for r in self.db.execute(
+            "SELECT uid, message, flags FROM locations WHERE folder_id = ? AND uidvalidity IS ? AND uid IS NOT NULL",
+            (folder_id, uidvalidity))}
+
+    def set_flags(self, folder_id: int, uidvalidity: int | None, uid: int, flags: Iterable[str | bytes],
+                  modseq: int | None = None) -> None:
+        self.db.execute(
+            "UPDATE locations SET flags = ?, modseq = coalesce(?, modseq) WHERE folder_id = ? AND uidvalidity IS ? AND uid = ?",
+            (flags_text(flags), modseq, folder_id, uidvalidity, uid),
+        )
+
+    def remove_uids(self, folder_id: int, uidvalidity: int | None, uids: Iterable[int]) -> int:
+        """Expunged on the server: drop those locations, and messages left nowhere. Returns messages deleted."""
+        affected: list[int] = []
+        for uid in uids:
+            row = self.db.execute(
+                "DELETE FROM locations WHERE folder_id = ? AND uidvalidity IS ? AND uid = ? RETURNING message",
+                (folder_id, uidvalidity, uid),
+            ).fetchone()
+            if row:
+                affected.append(row[0])
+        return self.delete_orphans(affected)
+
+    def relocate(self, folder_id: int, old_uidvalidity: int | None, old_uid: int, new_uidvalidity: int,
+                 new_uid: int, flags: Iterable[str | bytes], modseq: int | None = None) -> None:
+        """A message matched again after UIDVALIDITY changed: move its location, keep the message."""
+        self.db.execute(
+            "UPDATE locations SET uidvalidity = ?, uid = ?, flags = ?, modseq = ? "
+            "WHERE folder_id = ? AND uidvalidity IS ? AND uid = ?",
+            (new_uidvalidity, new_uid, flags_text(flags), modseq, folder_id, old_uidvalidity, old_uid),
+        )
+
+    def drop_stale_uidvalidity(self, folder_id: int, keep_uidvalidity: int) -> int:
+        affected = [r[0] for r in self.db.execute(
+            "DELETE FROM locations WHERE folder_id = ? AND uid IS NOT NULL AND uidvalidity IS NOT ? RETURNING message",
+            (folder_id, keep_uidvalidity))]
+        return self.delete_orphans(affected)
+
+    # ---- matching messages again without downloading them -------------------------------------
+
+    def stale_locations(self, folder_id: int, keep_uidvalidity: int) -> list[tuple[int | None, int, str | None, int]]:
+        """Locations of a folder left at another UIDVALIDITY: (uidvalidity, uid, Message-ID, size)."""
+        return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
+            "SELECT l.uidvalidity, l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
+            "WHERE l.folder_id = ? AND l.uid IS NOT NULL AND l.uidvalidity IS NOT ? ORDER BY l.uid",
+            (folder_id, keep_uidvalidity))]
+
+    def location_sample(self, folder_id: int, limit: int = 10) -> list[tuple[int, str | None, int]]:
+        """Up to `limit` (uid, Message-ID, size) spread over a folder: enough to recognise it renamed."""
+        rows = self.db.execute(
+            "SELECT l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
+            "WHERE l.folder_id = ? AND l.uid IS NOT NULL ORDER BY l.uid", (folder_id,)).fetchall()
+        step = max(1, len(rows) // limit)
+        return [tuple(r) for r in rows[::step][:limit]]  # type: ignore[misc]
+
+    def location_count(self, folder_id: int) -> int:
+        return self.db.execute("SELECT count(*) FROM locations WHERE folder_id = ?", (folder_id,)).fetchone()[0]
+
+    def local_sources(self, account_id: int) -> dict[str, int | None]:
+        """Files an import already stored (path -> mtime), so a re-import need not read them again."""
+        return {r[0]: r[1] for r in self.db.execute(
+            "SELECT l.source, l.internaldate FROM locations l JOIN folders f ON f.id = l.folder_id "
+            "WHERE f.account_id = ? AND l.uid IS NULL AND l.source IS NOT NULL", (account_id,))}
