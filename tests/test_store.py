@@ -12,6 +12,7 @@ from oaken import store as store_mod
 from oaken.errors import NotFound, StoreError, TriageError
 from oaken.config import DEFAULT_CATEGORIES
 from oaken.store import Store
+from oaken.store.migrations import MIGRATIONS
 
 
 def msg(mid: str | None, subject: str = "hello", refs: str = "", irt: str = "", date: str = "Mon, 04 Mar 2024 10:00:00 +0000",
@@ -47,7 +48,7 @@ def test_raw_db_is_private_wal_and_migrated(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "raw.db").stat().st_mode) == 0o600
     assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert s.db.execute("PRAGMA page_size").fetchone()[0] == store_mod.PAGE_SIZE
-    assert s.db.execute("PRAGMA user_version").fetchone()[0] == len(store_mod.MIGRATIONS)
+    assert s.db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     s.close()
     Store(tmp_path / "raw.db").close()  # reopening applies nothing twice
 
@@ -290,7 +291,7 @@ def test_a_database_of_the_first_schema_is_migrated_with_its_change_feed(tmp_pat
     path = tmp_path / "raw.db"
     old = msg("old@x")
     db = apsw.Connection(str(path))
-    db.execute(store_mod.MIGRATIONS[0][1])
+    db.execute(MIGRATIONS[0][1])
     db.execute("PRAGMA user_version=1")
     db.execute("INSERT INTO accounts(name) VALUES ('a')")
     db.execute("INSERT INTO folders(account_id, name) VALUES (1, 'INBOX')")
@@ -299,7 +300,7 @@ def test_a_database_of_the_first_schema_is_migrated_with_its_change_feed(tmp_pat
                (envelope.content_hash(old), old, len(old)))
     db.close()
     s = Store(path)
-    assert s.db.execute("PRAGMA user_version").fetchone()[0] == len(store_mod.MIGRATIONS)
+    assert s.db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     seq = s.seq()
     assert seq == 1  # the old trigger numbered the old message
     r = add(s, old, "Archive", uidvalidity=1, uid=5)  # a new location of the old message is a change

@@ -1,6 +1,7 @@
 """raw.db: the source of truth. Every SQL statement against raw.db lives in this package, one
 module per part of it: the schema (migrations.py), accounts and folders, messages and the threads
-they are stored in, metadata reads, locations, the flag queue, labels and triage, status.
+they are stored in, metadata reads, locations, the flag queue, labels and triage; here, Store
+itself: opening, migrating and checking raw.db, and what it holds in all (`oaken status`).
 
 Raw RFC 822 bytes, where each message lives (folder, UIDVALIDITY, UID) with its flags, labels,
 threads, triage and the queue of local flag changes. The indexes downstream follow `change_seq`
@@ -23,16 +24,14 @@ from oaken.store.folders import Folders
 from oaken.store.locations import Locations
 from oaken.store.messages import Messages
 from oaken.store.metadata import Metadata
-from oaken.store.migrations import MIGRATIONS
 from oaken.store.records import (FLAGGED, SEEN, AddResult, Change, FlagChange, Folder, Incoming, Location,
                                  MessageMeta, Triage, flags_text)
-from oaken.store.status import Status
 from oaken.store.triage import LabelsAndTriage
 
 PAGE_SIZE = 16384  # for a new raw.db; one made before keeps its own
 
 
-class Store(Folders, Status, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
+class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
     """An open raw.db. Not thread-safe: one Store per thread (apsw connections are cheap).
     Its methods come from one class per part of raw.db (oaken/store/*.py), all over one connection."""
 
@@ -70,6 +69,8 @@ class Store(Folders, Status, Messages, LabelsAndTriage, Metadata, FlagQueue, Loc
                 os.chmod(p, 0o600)
 
     def _migrate(self) -> None:
+        from oaken.store.migrations import MIGRATIONS  # here: a read-only store (a search) never migrates
+
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version > len(MIGRATIONS):
             raise StoreError(
@@ -98,10 +99,52 @@ class Store(Folders, Status, Messages, LabelsAndTriage, Metadata, FlagQueue, Loc
     def integrity_check(self) -> str:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0]
 
+    # ---- what raw.db holds, for `oaken status` ------------------------------------------------
+
+    def status(self) -> dict:
+        accounts: dict[str, dict] = {}
+        for aid, name in self.db.execute("SELECT id, name FROM accounts ORDER BY id").fetchall():
+            count, size = self.db.execute(
+                "SELECT count(*), coalesce(sum(size), 0) FROM messages WHERE account_id = ?", (aid,)).fetchone()
+            flagged = self.db.execute(
+                "SELECT count(*) FROM messages WHERE account_id = ? AND problem IS NOT NULL", (aid,)).fetchone()[0]
+            unread = self.db.execute(
+                "SELECT count(*) FROM messages m WHERE account_id = ? AND NOT EXISTS (SELECT 1 FROM locations l "
+                "WHERE l.message = m.id AND ' ' || l.flags || ' ' LIKE '% \\Seen %')", (aid,)).fetchone()[0]
+            folders = {
+                fname: {"messages": n, "uidvalidity": uv, "synced_at": synced}
+                for fname, n, uv, synced in self.db.execute(
+                    "SELECT f.name, count(l.id), f.uidvalidity, f.synced_at FROM folders f "
+                    "LEFT JOIN locations l ON l.folder_id = f.id WHERE f.account_id = ? GROUP BY f.id ORDER BY f.name",
+                    (aid,))
+            }
+            accounts[name] = {"messages": count, "bytes": size, "unread": unread, "flagged": flagged,
+                              "folders": folders}
+        pending = self.db.execute("SELECT count(*) FROM flag_queue WHERE state = 'pending'").fetchone()[0]
+        rejected = self.db.execute("SELECT count(*) FROM flag_queue WHERE state = 'rejected'").fetchone()[0]
+        return {
+            "messages": self.message_count(),
+            "accounts": accounts,
+            "flag_changes": {"pending": pending, "rejected": rejected},
+            "raw_db_bytes": self.path.stat().st_size + _size(str(self.path) + "-wal"),
+        }
+
+    def flagged_messages(self, limit: int = 50) -> list[tuple[int, str, str]]:
+        """Messages stored with a parse problem: (id, subject, problem)."""
+        return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
+            "SELECT id, subject, problem FROM messages WHERE problem IS NOT NULL ORDER BY id LIMIT ?", (limit,))]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
 
 def open_store(data_dir: Path, *, readonly: bool = False) -> Store:
     return Store(data_dir / "raw.db", readonly=readonly)
 
 
 __all__ = ["Store", "open_store", "AddResult", "Incoming", "MessageMeta", "Folder", "Location", "Triage", "Change",
-           "FlagChange", "flags_text", "MIGRATIONS", "PAGE_SIZE", "SEEN", "FLAGGED"]
+           "FlagChange", "flags_text", "PAGE_SIZE", "SEEN", "FLAGGED"]
