@@ -101,7 +101,6 @@ def connect(path: Path, *, write: bool, busy_ms: int) -> apsw.Connection:
     return db
 
 
-
 def check_version(db: apsw.Connection, path: Path) -> None:
     """Raises IndexUnavailable ("stale") unless index.db has this code's SCHEMA_VERSION. An
     apsw.Error from reading it is left to the caller, which classifies its own failures."""
