@@ -37,14 +37,14 @@ Modules (import the names above from oaken.index.keyword; the modules are its pa
   filters   KeywordFilters as SQL conditions and a subject MATCH expression
   reader    KeywordIndex: ranking, newest, tokens_present, chunks for the vector side
   writer    KeywordWriter: the indexer's transactions
-  status    status and drop
+  whole     index.db as a whole: status (for `oaken status`) and drop (for a rebuild)
 """
 
 from oaken.index.keyword.reader import KeywordIndex
 from oaken.index.keyword.records import (SNIPPET_CLOSE, SNIPPET_OPEN, ChunkText, KeywordChunkHit, KeywordFilters,
                                          KeywordMessageHit, MessageFields, StoredChunk, quote)
 from oaken.index.keyword.schema import COLUMNS, UNAVAILABLE, index_path
-from oaken.index.keyword.status import drop, status
+from oaken.index.keyword.whole import drop, status
 from oaken.index.keyword.writer import KeywordWriter
 
 __all__ = ["KeywordIndex", "KeywordWriter", "KeywordFilters", "KeywordChunkHit", "KeywordMessageHit", "StoredChunk",
