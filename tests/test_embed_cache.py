@@ -81,3 +81,12 @@ def test_a_cache_of_the_first_schema_keeps_its_vectors(tmp_path: Path) -> None:
         assert cache.db.execute("SELECT name FROM sqlite_master WHERE name = 'vectors'").fetchall() == []
     with EmbedCache(path) as cache:  # opening again changes nothing
         assert cache.count("m") == 1
+
+
+def test_the_cache_file_is_private(tmp_path: Path) -> None:
+    """It is keyed by the text of the user's mail: readable by its owner only, like raw.db."""
+    import stat
+
+    with open_cache(tmp_path / "data") as cache:
+        path = cache.path
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

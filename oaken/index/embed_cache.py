@@ -8,6 +8,7 @@ The cache is derived data like the indexes: deleting it costs time, never mail.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -41,7 +42,9 @@ class EmbedCache:
 
     def __init__(self, path: Path, *, busy_ms: int = 30_000):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.exists():  # private from its first byte, as raw.db and index.db are
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         self.db = apsw.Connection(str(self.path))
         self.db.set_busy_timeout(busy_ms)
         self.db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
