@@ -261,3 +261,24 @@ def test_a_message_holding_a_token_is_found_by_it(token: str, tmp_path_factory: 
 
     response = search(token, limit=50, config=config_for(home))
     assert message in [h.id for h in response.hits], (token, response.warnings)
+
+
+# ---- what the parser tells a user it did with odd input -------------------------------------------
+
+@pytest.mark.parametrize("text, warning, words", [
+    ('"unbalanced quote', "quote is not closed", ()),
+    ("OR virus", "OR at the start or end", ("OR", "virus")),
+    ("virus OR", "OR at the start or end", ("virus", "OR")),
+    ("notm*", "wildcards are not supported", ("notm*",)),
+    ("-", "holds no word to search for", ()),
+    ("\U0001F642", "holds no word to search for", ()),
+])
+def test_odd_input_is_searched_as_said_in_a_warning(text: str, warning: str, words: tuple[str, ...]) -> None:
+    q = parse(text)
+    assert len(q.warnings) == 1 and warning in q.warnings[0], q.warnings
+    assert q.words == words
+
+
+def test_ordinary_queries_carry_no_warning() -> None:
+    for text in ('"a closed phrase" word', "a OR b", "x -y", "from:alex", "C++ O'Brien v2.1", ""):
+        assert parse(text).warnings == (), text

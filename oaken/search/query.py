@@ -134,8 +134,10 @@ class _Token:
 _NAME_COLON = re.compile(r"[A-Za-z_]+:")
 
 
-def _lex(query: str) -> list[_Token]:
+def _lex(query: str) -> tuple[list[_Token], bool]:
+    """The tokens, and whether a quote was left open (its phrase then runs to the end)."""
     out: list[_Token] = []
+    unclosed = False
     i, n = 0, len(query)
     while i < n:
         if query[i].isspace():
@@ -147,6 +149,7 @@ def _lex(query: str) -> list[_Token]:
             i += 1
         if query[i] == '"':
             end = query.find('"', i + 1)
+            unclosed = unclosed or end < 0
             end = n if end < 0 else end
             out.append(_Token(query[i + 1:end], "phrase", negated))
             i = end + 1
@@ -157,12 +160,13 @@ def _lex(query: str) -> list[_Token]:
         word = query[start:i]
         if i < n and query[i] == '"' and _NAME_COLON.fullmatch(word):
             end = query.find('"', i + 1)
+            unclosed = unclosed or end < 0
             end = n if end < 0 else end
             out.append(_Token(word + query[i + 1:end], "operator", negated))
             i = end + 1
             continue
         out.append(_Token(word, "word", negated))
-    return out
+    return out, unclosed
 
 
 # ---- values --------------------------------------------------------------------------------
@@ -314,7 +318,10 @@ def parse(query: str, *, categories: Sequence[str] = DEFAULT_CATEGORIES, now: fl
     b = _Builder(categories, time.time() if now is None else now)
     # Items: a Term of the free text, "OR"/"AND", "name:" for an operator, "-" for an exclusion.
     items: list[Term | str] = []
-    for tok in _lex(query):
+    tokens, unclosed = _lex(query)
+    if unclosed:
+        b.warn('a quote is not closed: the phrase runs to the end of the query')
+    for tok in tokens:
         shape = None if tok.kind == "phrase" else _OPERATOR_SHAPE.fullmatch(tok.text)
         quoted = tok.kind == "operator"
         # DESIGN.md: a known name, ':' and a value is an operator; name:value with an unknown name of
@@ -340,6 +347,8 @@ def parse(query: str, *, categories: Sequence[str] = DEFAULT_CATEGORIES, now: fl
         term = Term(tok.text, phrase=tok.kind == "phrase")
         if not has_token(term.text):
             continue  # nothing FTS5 could match: punctuation alone
+        if tok.kind == "word" and "*" in tok.text:
+            b.warn(f"{tok.text}: wildcards are not supported; searched as {tok.text.replace('*', ' ').strip()!r}")
         if tok.negated:
             b.excluded.append(term)
             items.append("-")
@@ -347,6 +356,8 @@ def parse(query: str, *, categories: Sequence[str] = DEFAULT_CATEGORIES, now: fl
             items.append(tok.text)
         else:
             items.append(term)
+    if query.strip() and not items and not b.warnings:
+        b.warn(f"{query.strip()[:40]!r} holds no word to search for; the newest messages are listed")
     clauses = _clauses(items, b)
     return _finish(query, clauses, b)
 
@@ -378,6 +389,8 @@ def _clauses(items: list[Term | str], b: _Builder) -> list[list[Term]]:
                     b.warn("OR works between words and phrases only; the operators and exclusions beside it "
                            "all apply")
                 continue
+            if prev is None or nxt is None:
+                b.warn(f"{item} at the start or end of the query is searched as a word")
             item = Term(item)
         if isinstance(item, Term):
             if pending_or and clauses:
