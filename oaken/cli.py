@@ -1,6 +1,6 @@
 """`oaken`: parses arguments, calls the library, prints the result, turns errors into one line.
 
-Exit codes: 0 done, 1 a failure, 2 a usage error.
+Exit codes: 0 done (a search with no hits too), 1 a failure, 2 a usage error or a bad config or value.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from oaken.errors import ConfigError, OakenError
+from oaken.errors import ConfigError, OakenError, TriageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cold search path
 if TYPE_CHECKING:
@@ -21,7 +21,11 @@ if TYPE_CHECKING:
 
 
 class UsageError(OakenError):
-    pass
+    """A command line that cannot be run as given; `command` is the subcommand it was meant for."""
+
+    def __init__(self, message: str, command: str | None = None):
+        super().__init__(message)
+        self.command = command
 
 
 def _json(obj: Any) -> str:
@@ -72,31 +76,95 @@ def _config(args: argparse.Namespace) -> config_mod.Config:
 def cmd_init(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    import tomli_w
-
     from oaken import config as config_mod
 
     path = Path(args.config) if args.config else config_mod.config_path()
+    if not args.host and (args.account or args.username or args.port or args.password_command):
+        raise UsageError("--account, --username, --port and --password-command describe an account: "
+                         "give its --host too", "init")
+    name = args.account or "main"
+    account = _account_table(args) if args.host else None
     if path.exists() and not args.force:
-        raise UsageError(f"{path}: exists already; pass --force to overwrite it")
+        if account is None:
+            raise UsageError(f"{path}: exists already; give --host and --username to add an account to it, "
+                             "or --force to start a new file (the old one is kept beside it as .bak)", "init")
+        return _add_account(path, name, account)
     data: dict[str, Any] = {}
-    if args.host:
-        name = args.account or "main"
-        account: dict[str, Any] = {"host": args.host, "username": args.username or "", "tls": args.tls}
-        if args.port:
-            account["port"] = args.port
-        if args.password_command:
-            account["password_command"] = args.password_command
+    if account is not None:
         data = {"default_account": name, "accounts": {name: account}}
     config_mod.from_dict(data, source=str(path))  # refuse to write what we would not load back
     defaults = config_mod.to_dict(config_mod.Config())
     out = {**data, **{k: v for k, v in defaults.items() if k not in data}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        tomli_w.dump(out, f)
+    replaced: list[str] | None = None
+    backup = path.with_name(path.name + ".bak")
+    if path.exists():  # --force: the old file is kept, and what it held is said
+        replaced = list(_read_toml(path).get("accounts") or {})
+        os.replace(path, backup)
+    _write_toml(path, out)
     print(f"wrote {path}")
+    if replaced is not None:
+        held = f"with the accounts {', '.join(replaced)}" if replaced else "with no accounts"
+        print(f"the file it replaced, {held}, is now {backup}")
     return 0
+
+
+def _account_table(args: argparse.Namespace) -> dict[str, Any]:
+    account: dict[str, Any] = {"host": args.host, "username": args.username or "", "tls": args.tls}
+    if args.port:
+        account["port"] = args.port
+    if args.password_command:
+        account["password_command"] = args.password_command
+    return account
+
+
+def _add_account(path: Any, name: str, account: dict[str, Any]) -> int:
+    """`oaken init --account NAME --host ...` on an existing config: one more [accounts.NAME],
+    every other account and setting kept."""
+    from oaken import config as config_mod
+
+    data = _read_toml(path)
+    accounts = data.setdefault("accounts", {})
+    if not isinstance(accounts, dict):
+        raise ConfigError(f"{path}: accounts: expected tables [accounts.NAME], got {accounts!r}")
+    if name in accounts:
+        raise UsageError(f"{path}: has an account {name!r} already; pass another --account name, "
+                         "or edit that account in the file", "init")
+    if "default_account" not in data and len(accounts) <= 1:
+        # with one account, commands used it without --account; they still do with two
+        data["default_account"] = next(iter(accounts), name)
+    accounts[name] = account
+    config_mod.from_dict(data, source=str(path))  # refuse to write what we would not load back
+    _write_toml(path, data)
+    print(f"added account {name!r} to {path}; accounts: {', '.join(accounts)}; "
+          f"default_account: {data.get('default_account', 'none')}")
+    return 0
+
+
+def _read_toml(path: Any) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e}") from None
+
+
+def _write_toml(path: Any, data: dict[str, Any]) -> None:
+    """Write the config whole or not at all, private (it may name a password command); a new
+    config directory is private too (with OAKEN_HOME set, it is the data directory)."""
+    import tomli_w
+
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=0o700)
+        os.chmod(path.parent, 0o700)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        tomli_w.dump(data, f)
+    os.replace(tmp, path)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -129,7 +197,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         if indexed is not None and cfg.embedder.model != "none":
             print("keyword index up to date; `oaken reindex` (or a running `oaken sync --daemon`) embeds the new mail")
         print(f"{report.seen} messages read, {report.added} new, {report.new_locations} now also in another folder, "
-              f"{report.flagged} flagged (stored raw, not fully readable), {len(report.skipped)} files skipped")
+              f"{report.flagged} with parse problems (stored raw, findable by their headers), "
+              f"{len(report.skipped)} files skipped")
         for s in report.skipped[:20]:
             print(f"  skipped {s}")
         if len(report.skipped) > 20:
@@ -138,6 +207,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from oaken import api
 
     cfg = _config(args)
@@ -146,22 +217,34 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(_json(data))
         return 0
     print(f"data directory: {data['data_dir']}")
+    if not (Path(data["data_dir"]) / "raw.db").exists():
+        print("no mail yet: run `oaken sync` or `oaken import`")
+        return 0
     print(f"messages: {data['messages']}")
     for name, acc in data.get("accounts", {}).items():
-        print(f"account {name}: {acc['messages']} messages, {acc['unread']} unread, {acc['flagged']} flagged, "
-              f"{acc['bytes'] / 1e6:.1f} MB")
+        # "flagged" in the data means stored with a parse problem, not the \Flagged flag
+        print(f"account {name}: {acc['messages']} messages, {acc['unread']} unread, "
+              f"{acc['flagged']} with parse problems, {acc['bytes'] / 1e6:.1f} MB")
         for fname, f in acc["folders"].items():
             print(f"  {fname}: {f['messages']}")
     for f in data.get("flagged_messages", [])[:10]:
-        print(f"flagged {f['id']}: {f['subject'][:50]!r}: {f['problem'][:80]}")
+        print(f"parse problem in {f['id']}: {f['subject'][:50]!r}: {f['problem'][:80]}")
     fc = data.get("flag_changes")
     if fc and (fc["pending"] or fc["rejected"]):
         print(f"flag changes for the server: {fc['pending']} pending, {fc['rejected']} refused by the server")
-    index = data.get("index", {})
-    print("keyword index: " + ", ".join(f"{k} {v}" for k, v in index.items()))
-    vectors = data.get("vectors", {})
-    print("vectors: " + ", ".join(f"{k} {v}" for k, v in vectors.items()))
+    print("keyword index: " + _fields(data.get("index", {})))
+    print("vectors: " + _fields(data.get("vectors", {})))
     return 0
+
+
+def _fields(values: dict[str, Any]) -> str:
+    """`key value, key value`; a nested table in parentheses, a missing value as "none"."""
+    def text(v: Any) -> str:
+        if isinstance(v, dict):
+            return "(" + _fields(v) + ")"
+        return "none" if v is None else str(v)
+
+    return ", ".join(f"{k} {text(v)}" for k, v in values.items())
 
 
 def cmd_triage(args: argparse.Namespace) -> int:
@@ -169,12 +252,17 @@ def cmd_triage(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     if args.category is None and args.priority is None and args.disposition is None:
-        raise UsageError("oaken triage: give at least one of --category, --priority, --disposition")
+        raise UsageError("give at least one of --category, --priority, --disposition", "triage")
     result = api.set_triage(args.id, category=args.category, priority=args.priority,
                             disposition=args.disposition, config=cfg)
     print(_json(result) if args.json else
-          f"{args.id}: category {result.category}, priority {result.priority}, disposition {result.disposition}")
+          f"{args.id}: category {_none(result.category)}, priority {_none(result.priority)}, "
+          f"disposition {_none(result.disposition)}")
     return 0
+
+
+def _none(value: object) -> str:
+    return "none" if value is None else str(value)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -311,26 +399,31 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     if args.limit < 0 or args.offset < 0:
-        raise UsageError("oaken search: --limit and --offset take a number of 0 or more")
+        raise UsageError("--limit and --offset take a number of 0 or more", "search")
     query = " ".join(args.query)
     params = dict(limit=args.limit, offset=args.offset, account=args.account, thread=args.thread, sort=args.sort,
                   explain=args.explain)
     response: Any = None
+    cfg = None
+    if args.config:
+        # a config named on the command line is read whole, daemon or not: a bad one is refused
+        # (rc 2), and only a daemon in the data directory it names may answer
+        from oaken import config as config_mod
+
+        cfg = config_mod.load(args.config)
     if not args.no_daemon:
-        # a warm daemon answers; its JSON is printed as it came (client.View), and this process
-        # never loads the typed config, the stores or the engine
-        from oaken import paths
+        # a warm daemon answers; its JSON is printed as it came (client.View), and without --config
+        # this process never loads the typed config, the stores or the engine
         from oaken.search import client
 
-        where = paths.socket_file(args.config)
-        answer = client.ask_at(where, query, params) if where else None
+        answer = client.ask_for(cfg, query, params)
         response = None if answer is None else client.View(answer)
     if response is None:
         from oaken import config as config_mod
         from oaken.search import engine
 
         # not _config(): a search logs nothing, and structlog's import would double a cold call's time
-        cfg = config_mod.load(args.config) if args.config else config_mod.load()
+        cfg = cfg or config_mod.load()
         if cfg.embedder.model != "none" and not args.no_daemon:
             print("oaken: no search daemon is running, so this process loads the model itself; "
                   "`oaken sync --daemon` keeps it loaded and answers faster", file=sys.stderr)
@@ -369,19 +462,21 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(message, self.prog.partition(" ")[2] or None)  # "oaken search" -> search
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """Every command's parser, or only that of the command `only` (a cold search need not build eight)."""
     p = _Parser(prog="oaken", description="Local-first mail search.")
     p.add_argument("--config", help="config file (default: $OAKEN_HOME/config.toml or ~/.config/oaken/config.toml)")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)  # none given: main says which there are
 
     if only in (None, "init"):
         s = sub.add_parser("init", help="write a starting config file")
-        s.add_argument("--force", action="store_true")
-        s.add_argument("--account", help="name of the account to add")
+        s.add_argument("--force", action="store_true",
+                       help="start a new file even if one exists (the old one is kept beside it as .bak)")
+        s.add_argument("--account", help="name of the account to add (default: main); an existing config "
+                                         "file keeps its accounts and settings and gains this one")
         s.add_argument("--host")
         s.add_argument("--port", type=int)
         s.add_argument("--username")
@@ -439,7 +534,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s = sub.add_parser("search", help="search mail: words, \"phrases\", -exclusions, from: after: label: ...",
                            epilog="A word starting with - looks like an option to the shell's argument parser: "
                                   "put -- before the query (oaken search -- invoice -draft) or quote it whole.")
-        s.add_argument("query", nargs="*", help="words, \"phrases\", -exclusions and operators (see DESIGN.md)")
+        s.add_argument("query", nargs="*", help="words, \"phrases\", -exclusions and operators "
+                                                     "(README.md, \"Search\")")
         s.add_argument("--account")
         s.add_argument("--limit", type=int, default=10)
         s.add_argument("--offset", type=int, default=0)
@@ -469,14 +565,22 @@ COMMANDS = ("init", "import", "status", "triage", "show", "sync", "reindex", "se
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        args = build_parser(_command(sys.argv[1:] if argv is None else argv)).parse_args(argv)
+        args, extra = build_parser(_command(argv)).parse_known_args(argv)
+        if args.command is None:
+            raise UsageError(f"give a command: {', '.join(COMMANDS)} (`oaken --help` says what each does)")
+        if extra:
+            raise _unrecognized(args, extra, argv)
         return args.func(args)
     except UsageError as e:
-        print(f"oaken: {e}", file=sys.stderr)
+        print(f"oaken {e.command}: {e}" if e.command else f"oaken: {e}", file=sys.stderr)
         return 2
     except ConfigError as e:
         print(f"oaken: config: {e}", file=sys.stderr)
+        return 2
+    except TriageError as e:  # a value on the command line outside [triage]'s vocabulary
+        print(f"oaken triage: {e}", file=sys.stderr)
         return 2
     except OakenError as e:
         print(f"oaken: {e}", file=sys.stderr)
@@ -486,6 +590,35 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as e:
+        if type(e).__module__ != "apsw":
+            raise  # a bug: its traceback is the report
+        print(f"oaken: {_sqlite_failure(e)}", file=sys.stderr)
+        return 1
+
+
+def _unrecognized(args: argparse.Namespace, extra: list[str], argv: list[str]) -> UsageError:
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    if args.command == "search" and any(a.startswith("-") for a in extra):
+        # `oaken search virus -outlook`: the exclusion was taken for an option
+        words = set(args.query) | set(extra)
+        after = argv[argv.index("search") + 1:]
+        query = " ".join(a for a in after if a in words)
+        message += f"; a query with -exclusions goes after --: oaken search -- {query}"
+    return UsageError(message, args.command)
+
+
+def _sqlite_failure(e: Exception) -> str:
+    """One line for a SQLite error that reached the command: raw.db named when it was raw.db's."""
+    from oaken.store import DAMAGE, store_error
+
+    error = store_error(e)
+    if error is not None:
+        return str(error)
+    if isinstance(e, DAMAGE):
+        return (f"a SQLite file other than raw.db cannot be read ({e}); the indexes are built from raw.db: "
+                "`oaken reindex --rebuild` makes them again")
+    return f"SQLite: {type(e).__name__}: {e}"
 
 
 if __name__ == "__main__":

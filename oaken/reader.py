@@ -13,7 +13,8 @@ from email.parser import BytesParser
 
 from oaken import config as config_mod
 from oaken.config import Config
-from oaken.store import open_store
+from oaken.errors import NotFound
+from oaken.store import no_mail, open_store
 
 SHOWN_HEADERS = ("From", "To", "Cc", "Date", "Subject", "Message-ID")
 
@@ -57,7 +58,10 @@ def _text_of(msg: EmailMessage) -> str:
 def open_message(id: int, *, peek: bool = False, config: Config | None = None) -> OpenedMessage:
     """Return message `id` with its headers and text, and mark it read unless `peek`."""
     cfg = config if config is not None else config_mod.load()
-    with open_store(config_mod.ensure_data_dir(cfg)) as store:
+    data_dir = config_mod.resolve_data_dir(cfg)
+    if not (data_dir / "raw.db").exists():  # say so, and make no data directory or empty raw.db
+        raise NotFound(f"message {id}: {no_mail(data_dir / 'raw.db')}")
+    with open_store(data_dir, create=False) as store:
         meta = store.meta(id)  # NotFound names the id and how to find one
         raw = store.raw(id)
         queued = 0

@@ -97,7 +97,7 @@ def test_cli_import_status_and_triage(oaken_home: Path) -> None:
     ok = oaken("triage", "1", "--category", "work", "--priority", "2", "--json")
     assert ok.returncode == 0 and json.loads(ok.stdout) == {"category": "work", "priority": 2, "disposition": "inbox"}
     bad = oaken("triage", "1", "--category", "nope")
-    assert bad.returncode == 1 and "expected one of work" in bad.stderr
+    assert bad.returncode == 2 and "expected one of work" in bad.stderr  # a bad value: a usage error
     usage = oaken("triage", "1")
     assert usage.returncode == 2
 

@@ -38,6 +38,17 @@ def ask_raw(config: Config, query: str, params: dict[str, Any], timeout: float =
     return ask_at(str(socket_path(config)), query, params, timeout)
 
 
+def ask_for(config: Config | None, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer of the daemon serving `config`'s data directory; with no config (no --config),
+    of the one the usual config file names, found without loading the typed config."""
+    if config is not None:
+        return ask_raw(config, query, params)
+    from oaken import paths
+
+    where = paths.socket_file()
+    return None if where is None else ask_at(where, query, params)
+
+
 def ask_at(path: str, query: str, params: dict[str, Any], timeout: float = 60.0) -> dict[str, Any] | None:
     """ask_raw for a socket path found without the typed config (oaken.paths.socket_file)."""
     try:

@@ -35,12 +35,14 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
     """An open raw.db. Not thread-safe: one Store per thread (apsw connections are cheap).
     Its methods come from one class per part of raw.db (oaken/store/*.py), all over one connection."""
 
-    def __init__(self, path: str | Path, *, readonly: bool = False):
+    def __init__(self, path: str | Path, *, readonly: bool = False, create: bool = True):
+        """`create=False`: a command that only reads or changes mail already there (`oaken show`)
+        refuses a missing raw.db instead of making an empty one."""
         self.path = Path(path)
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         new = not self.path.exists()
-        if readonly and new:
-            raise StoreError(f"{self.path}: no raw.db yet; run `oaken import` or `oaken sync` first")
+        if (readonly or not create) and new:
+            raise StoreError(no_mail(self.path))
         if new:
             # create it private before the first byte of mail lands in it
             fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
@@ -61,6 +63,8 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
             self.db.execute("PRAGMA foreign_keys=ON")
             if not readonly:
                 self._migrate()
+        except DAMAGE as e:
+            raise damaged(self.path, e) from None
         except apsw.Error as e:
             raise StoreError(f"{self.path}: cannot open raw.db: {e}") from None
         for suffix in ("", "-wal", "-shm"):
@@ -87,8 +91,13 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
     def __enter__(self) -> "Store":
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self.close()
+        # damage is said with raw.db's path to every caller; a busy or full raw.db stays an
+        # apsw error here, for callers that wait and retry (the CLI words those too)
+        error = store_error(exc) if isinstance(exc, DAMAGE) else None
+        if error is not None:
+            raise error from exc
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -142,9 +151,54 @@ def _size(path: str) -> int:
         return 0
 
 
-def open_store(data_dir: Path, *, readonly: bool = False) -> Store:
-    return Store(data_dir / "raw.db", readonly=readonly)
+def open_store(data_dir: Path, *, readonly: bool = False, create: bool = True) -> Store:
+    return Store(data_dir / "raw.db", readonly=readonly, create=create)
 
 
-__all__ = ["Store", "open_store", "AddResult", "Incoming", "MessageMeta", "Folder", "Location", "Triage", "Change",
-           "FlagChange", "flags_text", "PAGE_SIZE", "SEEN", "FLAGGED"]
+# ---- a damaged or missing raw.db, said in one line ---------------------------------------------
+
+# what SQLite raises when the file's bytes are wrong, not when it is busy or the query is
+DAMAGE = (apsw.CorruptError, apsw.NotADBError)
+
+
+def no_mail(path: Path) -> str:
+    return f"{path}: no mail yet: run `oaken sync` or `oaken import`"
+
+
+def damaged(path: Path, e: BaseException) -> StoreError:
+    return StoreError(f"{path}: cannot be read ({e}); restore it from a backup, or sync or import again "
+                      "into a new data directory")
+
+
+def store_error(exc: BaseException) -> StoreError | None:
+    """`exc` said as a StoreError naming raw.db and what to do, when it is SQLite failing on raw.db;
+    else None.
+
+    A page can be damaged anywhere in the file, so the fault shows up in whichever query reads it,
+    not when raw.db is opened. Every raw.db query runs in a Store method, so the Store whose method
+    raised it is in the traceback, and with it the path; a fault in another SQLite file (index.db)
+    has no Store there and is left to its owner."""
+    if not isinstance(exc, apsw.Error):
+        return None
+    store = None
+    tb = exc.__traceback__
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("self")
+        if isinstance(candidate, Store):
+            store = candidate  # the innermost one
+        tb = tb.tb_next
+    if store is None:
+        return None
+    if isinstance(exc, DAMAGE):
+        return damaged(store.path, exc)
+    if isinstance(exc, apsw.FullError):
+        return StoreError(f"{store.path}: {exc}; free some disk space and run the command again")
+    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+        return StoreError(f"{store.path}: {exc}: another Oaken process kept it busy; run the command again")
+    if isinstance(exc, (apsw.IOError, apsw.ReadOnlyError, apsw.PermissionsError, apsw.CantOpenError)):
+        return StoreError(f"{store.path}: {exc}; check the file's permissions and the disk it is on")
+    return None
+
+
+__all__ = ["Store", "open_store", "store_error", "no_mail", "DAMAGE", "AddResult", "Incoming", "MessageMeta",
+           "Folder", "Location", "Triage", "Change", "FlagChange", "flags_text", "PAGE_SIZE", "SEEN", "FLAGGED"]
