@@ -122,3 +122,40 @@ def test_the_socket_is_found_from_the_config_file(oaken_home: Path, tmp_path: Pa
         config.write_text(broken)  # the caller then loads the config itself and reports the fault
         assert paths.socket_file() is None
     assert paths.socket_file(str(tmp_path / "missing.toml")) is None
+
+
+def test_a_config_named_on_the_command_line_is_read_even_with_a_daemon(cfg: Config, oaken_home: Path,
+                                                                      tmp_path: Path, capsys) -> None:
+    """`oaken --config FILE search` means FILE: a bad one is refused as without a daemon (rc 2), and
+    the daemon of another data directory does not answer for it."""
+    from oaken.cli import main
+
+    asked: list[str] = []
+
+    def daemon_search(query: str, **kwargs):
+        asked.append(query)
+        return engine.search(query, **kwargs)
+
+    stop = threading.Event()
+    srv = server.SearchServer(cfg, stop, search=daemon_search).start()
+    try:
+        assert main(["search", "--json", "notmuch"]) == 0  # no --config: the daemon answers
+        assert asked == ["notmuch"] and json.loads(capsys.readouterr().out)["hits"]
+        for text, fault in (('[search\nrrf_k = 3\n', "not valid TOML"),
+                            ('[search]\nrrf_k = "sixty"\n', "[search] rrf_k: expected an integer"),
+                            (f'[path]\ndata_dir = "{oaken_home}"\n', "unknown key 'path'")):
+            bad = tmp_path / "bad.toml"
+            bad.write_text(text)
+            for daemon in ([], ["--no-daemon"]):
+                assert main(["--config", str(bad), "search", *daemon, "notmuch"]) == 2
+                assert fault in capsys.readouterr().err
+        elsewhere = tmp_path / "elsewhere"
+        other = tmp_path / "other.toml"
+        other.write_text(f'[embedder]\nmodel = "none"\n[paths]\ndata_dir = "{elsewhere}"\n')
+        assert main(["--config", str(other), "search", "--json", "notmuch"]) == 0
+        answer = json.loads(capsys.readouterr().out)
+        assert answer["hits"] == [] and any("no mail yet" in w for w in answer["warnings"])
+        assert asked == ["notmuch"]  # the daemon answered none of these
+    finally:
+        stop.set()
+        srv.thread.join(5)
