@@ -95,15 +95,19 @@ def cmd_init(args: argparse.Namespace) -> int:
     config_mod.from_dict(data, source=str(path))  # refuse to write what we would not load back
     defaults = config_mod.to_dict(config_mod.Config())
     out = {**data, **{k: v for k, v in defaults.items() if k not in data}}
-    replaced: list[str] | None = None
+    held = None
     backup = path.with_name(path.name + ".bak")
     if path.exists():  # --force: the old file is kept, and what it held is said
-        replaced = list(_read_toml(path).get("accounts") or {})
+        try:
+            accounts = _read_toml(path).get("accounts")
+            names = list(accounts) if isinstance(accounts, dict) else []
+            held = f"with the accounts {', '.join(names)}" if names else "with no accounts"
+        except ConfigError:
+            held = "not readable as TOML"  # starting over is what --force is for
         os.replace(path, backup)
     _write_toml(path, out)
     print(f"wrote {path}")
-    if replaced is not None:
-        held = f"with the accounts {', '.join(replaced)}" if replaced else "with no accounts"
+    if held is not None:
         print(f"the file it replaced, {held}, is now {backup}")
     return 0
 
@@ -599,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _unrecognized(args: argparse.Namespace, extra: list[str], argv: list[str]) -> UsageError:
     message = f"unrecognized arguments: {' '.join(extra)}"
-    if args.command == "search" and any(a.startswith("-") for a in extra):
+    if args.command == "search" and any(a.startswith("-") and not a.startswith("--") for a in extra):
         # `oaken search virus -outlook`: the exclusion was taken for an option
         words = set(args.query) | set(extra)
         after = argv[argv.index("search") + 1:]

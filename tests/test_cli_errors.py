@@ -120,6 +120,8 @@ def test_usage_errors_name_the_command_once(oaken_home: Path, capsys) -> None:
     assert rc == 2
     assert err.strip() == ("oaken search: unrecognized arguments: -outlook; a query with -exclusions goes after "
                            "--: oaken search -- virus -outlook")
+    rc, _out, err = _run(capsys, "search", "--jsn", "virus")  # a mistyped option: no hint about --
+    assert rc == 2 and err.strip() == "oaken search: unrecognized arguments: --jsn"
     rc, _out, err = _run(capsys, "status", "--bogus")
     assert rc == 2 and err.strip() == "oaken status: unrecognized arguments: --bogus"
     rc, _out, err = _run(capsys)

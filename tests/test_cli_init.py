@@ -92,3 +92,13 @@ def test_init_help_says_it_adds(capsys) -> None:
     text = " ".join(capsys.readouterr().out.split())
     assert "an existing config file keeps its accounts and settings and gains this one" in text
     assert "the old one is kept beside it as .bak" in text
+
+
+def test_force_starts_over_from_a_broken_file(oaken_home: Path, capsys) -> None:
+    oaken_home.mkdir()
+    path = oaken_home / "config.toml"
+    path.write_text("[accounts\n")
+    rc, out, _err = _run(capsys, "init", "--force", *ACCOUNT)
+    assert rc == 0 and out.splitlines()[-1] == (f"the file it replaced, not readable as TOML, is now "
+                                                f"{oaken_home / 'config.toml.bak'}")
+    assert list(config_mod.load().accounts) == ["main"]
