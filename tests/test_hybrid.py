@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 from oaken.cli import main
+from oaken import config as config_mod
 from oaken.config import Config
+from oaken.errors import ConfigError
 from oaken.index import embedders, embedding
 from oaken.index.concept import ConceptEmbedder
 from oaken.index.vectors import VectorStore
@@ -64,14 +66,25 @@ def hand_fused(lists: dict[str, Sequence[int]], weights: dict[str, float], k: in
 
 # ---- fusion ------------------------------------------------------------------------------------
 
+def cosines(response) -> dict[int, float]:
+    """Each vector hit's cosine, as its `why` detail states it ("cosine 0.669; ...")."""
+    return {h.id: float(h.why[0].detail.split()[1].rstrip(";")) for h in response.hits}
+
+
+def floored(vec: dict[int, float], kw: Sequence[int], floor: float) -> list[int]:
+    """DESIGN.md Fusion's vector list: meaning-only hits under the floor left out, ranks recounted."""
+    return [m for m, c in vec.items() if m in kw or c >= floor]
+
+
 @pytest.mark.parametrize("query", ["invoice", "invoice 2001", "stock option plan", "meeting about the board"])
 def test_hybrid_is_rrf_of_the_two_filtered_lists(embedded_mailbox: Path, query: str) -> None:
     cfg = concept(embedded_mailbox, vector_weight=1.5)
     kw = ids(search(query, config=cfg, limit=5, retrievers=("keyword",)))
-    vec = ids(search(query, config=cfg, limit=5, retrievers=("vector",)))
+    raw = cosines(search(query, config=cfg, limit=5, retrievers=("vector",)))  # alone: the raw list
+    vec = floored(raw, kw, cfg.search.vector_min_cosine["concept"])
     hybrid = search(query, config=cfg, limit=5, explain=True)
     assert hybrid.mode == "hybrid" and not hybrid.degraded and hybrid.vector_coverage == 1.0
-    assert vec, "the vector side answered"
+    assert vec and len(vec) < len(raw), "the vector side answered, and the floor left some out"
     boost = 3.0 if any(c.isdigit() for c in query) else 1.0
     assert ids(hybrid) == hand_fused({"keyword": kw, "vector": vec}, {"keyword": boost, "vector": 1.5}, 60)[:5]
     for hit in hybrid.hits:
@@ -81,6 +94,49 @@ def test_hybrid_is_rrf_of_the_two_filtered_lists(embedded_mailbox: Path, query: 
         assert hit.score == pytest.approx(sum(w.contribution for w in hit.why))
     assert hybrid.explain is not None and hybrid.explain.weights == {"keyword": boost, "vector": 1.5}
     assert [t.retriever for t in hybrid.explain.retrievers] == ["keyword", "vector"]
+    assert hybrid.explain.retrievers[1].kept == len(vec)
+
+
+# ---- the floor for hits found by meaning alone -------------------------------------------------
+
+@pytest.mark.parametrize("query", ["invoice", "qwxzzy", "zeppelin"])
+def test_the_unrelated_meaning_tail_no_longer_pads_the_list(embedded_mailbox: Path, query: str) -> None:
+    # "invoice": two messages hold the word; the other nine are only the nearest by meaning
+    # (concept cosines 0.11 and less) and used to fill the list to its limit.
+    subjects = ids_by_subject(embedded_mailbox)
+    by_word = sorted(i for s, i in subjects.items() if "invoice" in s.lower() or "past due" in s.lower())
+    holding = by_word if query == "invoice" else []
+    padded = search(query, config=concept(embedded_mailbox, vector_min_cosine={}), limit=10)
+    assert len(padded.hits) == 10  # without a floor: the whole mailbox, nearest first
+    r = search(query, config=concept(embedded_mailbox), limit=10)
+    assert r.mode == "hybrid" and not r.degraded
+    assert sorted(ids(r)) == holding
+    assert r.low_confidence is (query != "invoice")
+
+
+def test_a_meaning_only_hit_over_the_floor_stays_and_is_ranked_among_those_kept(embedded_mailbox: Path) -> None:
+    # "invoice 2001": the keyword side finds Outstanding Invoices only; meaning finds Past Due
+    # (cosine 0.67, over the floor: kept) and nine unrelated messages under it (left out).
+    cfg = concept(embedded_mailbox)
+    floor = cfg.search.vector_min_cosine["concept"]
+    raw = cosines(search("invoice 2001", config=cfg, limit=11, retrievers=("vector",)))
+    r = search("invoice 2001", config=cfg, limit=10)
+    meaning_only = [h for h in r.hits if [w.retriever for w in h.why] == ["vector"]]
+    assert meaning_only and all(raw[h.id] >= floor for h in meaning_only)
+    assert len(r.hits) < len(raw)
+    assert sorted(w.rank for h in r.hits for w in h.why if w.retriever == "vector") == list(range(1, len(r.hits) + 1))
+
+
+def test_the_floor_is_per_model(embedded_mailbox: Path) -> None:
+    other = concept(embedded_mailbox, vector_min_cosine={"all-MiniLM-L6-v2": 0.36})  # none for concept
+    assert len(search("invoice", config=other, limit=10).hits) == 10
+    strict = concept(embedded_mailbox, vector_min_cosine={"concept": 0.99})
+    assert [w.retriever for h in search("invoice", config=strict).hits for w in h.why].count("vector") == 2
+
+
+def test_a_bad_floor_is_refused_naming_the_model() -> None:
+    with pytest.raises(ConfigError, match=r"vector_min_cosine.*'concept'.*-1 to 1"):
+        config_mod.from_dict({"search": {"vector_min_cosine": {"concept": 1.5}}}, source="test.toml")
 
 
 def test_exact_boost_lets_an_identifier_beat_meaning(embedded_mailbox: Path) -> None:
@@ -98,7 +154,7 @@ def test_exact_boost_lets_an_identifier_beat_meaning(embedded_mailbox: Path) -> 
 
 
 def test_phrases_exclusions_and_filters_bind_the_vector_side(embedded_mailbox: Path) -> None:
-    cfg = concept(embedded_mailbox)
+    cfg = concept(embedded_mailbox, vector_min_cosine={})  # Outstanding Invoices is at cosine 0.21
     subjects = ids_by_subject(embedded_mailbox)
     outstanding = next(i for s, i in subjects.items() if s.startswith("Outstanding Invoices"))
     assert outstanding in ids(search(PAYMENT, config=cfg, limit=20))
@@ -234,7 +290,7 @@ def test_model_none_is_keyword_mode_by_choice(embedded_mailbox: Path) -> None:
 
 
 def test_a_deleted_message_is_never_returned_by_meaning(home: Path) -> None:
-    cfg = concept(home)
+    cfg = concept(home, vector_min_cosine={})  # the two invoices by meaning: one over the floor, one under
     before = search(PAYMENT, config=cfg, limit=20)
     gone = before.hits[0].id
     with open_store(home) as raw, raw.transaction():

@@ -110,3 +110,36 @@ def test_the_installed_command(home: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "oaken.cli", "search", "--limit", "1", "invoice"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0 and "Invoice" in proc.stdout
+
+
+@pytest.fixture
+def concept_home(oaken_home: Path) -> Path:
+    """The search mailbox embedded by the concept embedder, which config.toml names."""
+    from oaken.index import embedding
+
+    build_mailbox(oaken_home)
+    (oaken_home / "config.toml").write_text('[embedder]\nmodel = "concept"\n')
+    assert embedding.embed_pending(config_for(oaken_home, model="concept")).embedded > 0
+    return oaken_home
+
+
+def test_hits_found_by_meaning_alone_are_marked(concept_home: Path, capsys: pytest.CaptureFixture) -> None:
+    # "invoice 2001": Outstanding Invoices holds both words; Past Due is found by meaning alone
+    assert main(["search", "--no-daemon", "invoice", "2001"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and not lines[0].startswith("low confidence")
+    rows = {lines[i].split("  ")[-1]: lines[i + 1].strip() for i in (0, 2)}
+    meaning = next(s for s in rows if s.startswith("Action Requested: Past Due"))
+    words = next(s for s in rows if s.startswith("Outstanding Invoices"))
+    assert rows[meaning].startswith("(by meaning) ") and not rows[words].startswith("(by meaning)")
+
+
+def test_low_confidence_is_said_in_words(concept_home: Path, capsys: pytest.CaptureFixture) -> None:
+    # no message holds "bill payment"; Past Due is near in meaning, under low_confidence_cosine
+    assert main(["search", "--no-daemon", "bill", "payment"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("low confidence: no message holds every word of the query")
+    assert "Past Due" in lines[1] and lines[2].strip().startswith("(by meaning)")
+    assert len(lines) == 3  # the unrelated rest of the mailbox is not listed
+    assert main(["search", "--no-daemon", "qwxzzy"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["no messages found"]

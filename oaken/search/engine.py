@@ -226,6 +226,8 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
                 kw, unavailable = _keyword_side(store, data_dir, cfg, plan, cons, want, respond.warnings)
                 respond.timings["keyword"] = _ms(t)
             vec, best_cosine, best_chunks = _vector_list(job, respond)
+            if vec is not None and "keyword" in use:  # retrievers=("vector",) alone: the raw list
+                vec = _meaning_floor(cfg, vec, kw)
             lists = [lst for lst in (kw, vec) if lst is not None]
             if unavailable:
                 respond.fields["degraded"] = False
@@ -267,6 +269,26 @@ def _vector_list(job: Any, respond: _Response) -> tuple[RetrieverResult | None, 
     if result.state != "ok":
         return None, None, {}
     return vector_side.as_list(result, job.ms), result.best_cosine, vector_side.best_chunks(result)
+
+
+def _meaning_floor(cfg: Config, vec: RetrieverResult, kw: RetrieverResult | None) -> RetrieverResult:
+    """The vector list without the hits found by meaning alone whose cosine is under the model's
+    `[search] vector_min_cosine`: nearest is not related, and that tail only padded a list to its
+    limit. A hit the keyword list holds stays whatever its cosine. Ranks are counted again from 1
+    among the hits kept (DESIGN.md: filtering comes first), so fusion still compares ranks only."""
+    from dataclasses import replace
+
+    from oaken.search.vector_retriever import min_cosine
+
+    floor = min_cosine(cfg)
+    if floor is None:
+        return vec
+    by_words = {r.message for r in kw.ranked} if kw is not None else set()
+    kept = [r for r in vec.ranked if r.message in by_words or r.score >= floor]
+    if len(kept) == len(vec.ranked):
+        return vec
+    ranked = tuple(replace(r, rank=rank) for rank, r in enumerate(kept, start=1))
+    return RetrieverResult(vec.retriever, ranked, replace(vec.trace, kept=len(ranked)))
 
 
 def _low_confidence(cfg: Config, plan: matching.MatchPlan | None, kw: RetrieverResult | None,

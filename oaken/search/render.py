@@ -47,6 +47,16 @@ def _snippet(text: str, width: int, color: bool) -> str:
     return flat
 
 
+MEANING_ONLY = "(by meaning)"  # marks a hit no message word matched: the vector side alone found it
+LOW_CONFIDENCE = ("low confidence: no message holds every word of the query, and none is a close match in "
+                  "meaning; these are the nearest")
+
+
+def by_meaning_only(hit: Hit) -> bool:
+    """True when only the vector side found the hit (its words did not match the query's)."""
+    return bool(hit.why) and all(w.retriever == "vector" for w in hit.why)
+
+
 def _row(hit: Hit, width: int, color: bool, explain: bool) -> list[str]:
     date = hit.date[:10] or "?"
     sender = _cut(_sender(hit.sender), 24)
@@ -54,8 +64,12 @@ def _row(hit: Hit, width: int, color: bool, explain: bool) -> list[str]:
     head = f"{hit.id:>7} {unread}{date}  {sender:<24}  "
     subject = _cut(hit.subject or "(no subject)", max(width - len(head), 10))
     lines = [head + (f"{_BOLD}{subject}{_RESET}" if color else subject)]
-    if hit.snippet:
-        lines.append(" " * 10 + _snippet(hit.snippet, max(width - 10, 20), color))
+    mark = MEANING_ONLY if by_meaning_only(hit) else ""
+    if mark:
+        mark = f"{_DIM}{mark}{_RESET} " if color else mark + " "
+    if hit.snippet or mark:
+        room = max(width - 10 - len(MEANING_ONLY) - 1 if mark else width - 10, 20)
+        lines.append(" " * 10 + mark + (_snippet(hit.snippet, room, color) if hit.snippet else "").rstrip())
     if explain:
         for w in hit.why:
             lines.append(" " * 10 + f"{_DIM if color else ''}{w.retriever} rank {w.rank}: "
@@ -90,6 +104,8 @@ def table(response: SearchResponse, *, color: bool = False, width: int | None = 
         lines.append("")
     if not response.hits:
         lines.append("no messages found")
+    elif response.low_confidence:
+        lines.append(LOW_CONFIDENCE)
     for hit in response.hits:
         lines.extend(_row(hit, width, color, response.explain is not None))
     return "\n".join(lines)

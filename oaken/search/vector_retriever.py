@@ -118,6 +118,12 @@ def low_cosine(config: Config, best: float | None) -> bool:
     return best is None or best < threshold
 
 
+def min_cosine(config: Config) -> float | None:
+    """The cosine a hit found by meaning alone must reach to be returned, for the model in use
+    ([search] vector_min_cosine); None when the model has no floor."""
+    return config.search.vector_min_cosine.get(config.embedder.model)
+
+
 class _Timeout(Exception):
     pass
 
