@@ -11,6 +11,8 @@ from oaken.cli import main
 
 DATA = Path(__file__).parent / "data" / "foundation" / "notmuch-default"
 
+pytestmark = pytest.mark.usefixtures("cli_log")  # the commands bind the log to pytest's stderr of the moment
+
 
 def _run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
     rc = main(list(argv))
