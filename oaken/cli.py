@@ -476,7 +476,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)  # none given: main says which there are
 
     if only in (None, "init"):
-        s = sub.add_parser("init", help="write a starting config file")
+        s = sub.add_parser("init", help="write a starting config file, or add an account to it")
         s.add_argument("--force", action="store_true",
                        help="start a new file even if one exists (the old one is kept beside it as .bak)")
         s.add_argument("--account", help="name of the account to add (default: main); an existing config "
