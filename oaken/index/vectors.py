@@ -119,6 +119,9 @@ class VectorFilters:
     labels: tuple[str, ...] = ()
     folders: tuple[str, ...] = ()
     dispositions: tuple[str, ...] = ()
+    # messages whose stored disposition may be stale (changed in raw.db after the pass that
+    # wrote it): kept whatever their rows say, so raw.db alone decides them
+    disposition_unsure: frozenset[int] = frozenset()
     thread: int | None = None
     include_ids: frozenset[int] | None = None
     exclude_ids: frozenset[int] = frozenset()
@@ -165,7 +168,8 @@ def where_sql(f: VectorFilters) -> str | None:
     if f.folders:
         parts.append(_any([f"array_has(folders, {_lit(x.lower())})" for x in f.folders]))
     if f.dispositions:
-        parts.append(f"disposition IN ({', '.join(_lit(d) for d in f.dispositions)})")
+        held = f"disposition IN ({', '.join(_lit(d) for d in f.dispositions)})"
+        parts.append(f"({held} OR message IN ({_ids(f.disposition_unsure)}))" if f.disposition_unsure else held)
     if f.thread is not None:
         parts.append(f"thread = {int(f.thread)}")
     if f.include_ids is not None:

@@ -85,6 +85,26 @@ class Constraints:
                     or self.starred is not None or self.categories or self.min_priority is not None)
 
 
+# Messages changed in raw.db since an index was written, beyond which the index's copy of
+# disposition is not used at all (raw.db's filter judges every candidate; a listing then reads more)
+UNSURE_MAX = 1000
+
+
+def as_of(cons: Constraints, store: Store, seq: int) -> Constraints:
+    """`cons` for an index that has followed raw.db's change feed up to `seq`: its copy of a
+    message's disposition is kept as a narrowing prefilter, except for the messages changed since
+    (a triage a moment ago), which it lets through for raw.db to judge. So a stale copy never
+    hides a message, and `admit` (raw.db) never lets one through that it should not."""
+    wanted = cons.index.dispositions
+    if not wanted or set(DISPOSITIONS) <= set(wanted):
+        return cons
+    changes = store.changes_since(seq, UNSURE_MAX + 1)
+    if len(changes) > UNSURE_MAX:
+        return replace(cons, index=replace(cons.index, dispositions=()))
+    unsure = frozenset(c.message for c in changes if not c.deleted)
+    return replace(cons, index=replace(cons.index, disposition_unsure=unsure)) if unsure else cons
+
+
 def _matching(index: KeywordIndex, group: KeywordFilters, ids: set[int]) -> set[int]:
     probe = replace(group, include_ids=frozenset(ids))
     return {h.message for h in index.newest(probe, limit=len(ids), offset=0)}

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from oaken.config import SearchConfig
 from oaken.index.keyword import KeywordChunkHit, KeywordIndex, quote
-from oaken.search.filters import Constraints
+from oaken.search.filters import Constraints, as_of
 from oaken.search.matching import MatchPlan
 from oaken.search.types import MatchedChunk, RetrieverTrace
 from oaken.store import Store
@@ -75,6 +75,7 @@ def keyword(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
             cfg: SearchConfig) -> RetrieverResult:
     """The best `want` messages for the query's words (fewer when fewer match)."""
     start = time.perf_counter()
+    cons = as_of(cons, store, index.seq())
     asked = min(max(want * cfg.overfetch, want, 1), max(cfg.max_candidates, want))
     rounds = 0
     while True:
@@ -134,6 +135,7 @@ def newest(index: KeywordIndex, store: Store, cons: Constraints, want: int) -> R
     Reads the index's date order page by page until enough pass the raw.db filters (or none are left).
     """
     start = time.perf_counter()
+    cons = as_of(cons, store, index.seq())
     kept: list[int] = []
     offset, page, rounds = 0, max(want, 50), 0
     while len(kept) < want:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import re
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
 from oaken.config import Config
 from oaken.errors import IndexUnavailable
 from oaken.index.keyword import KeywordIndex
-from oaken.search.filters import Constraints
+from oaken.search.filters import Constraints, as_of
 from oaken.search.query import ParsedQuery
 from oaken.search.retrievers import SNIPPET_CHARS, Ranked, RetrieverResult
 from oaken.search.types import MatchedChunk, RetrieverTrace
@@ -57,7 +58,7 @@ class _Admit:
         self.store: Store | None = None
         self.warning: str | None = None
 
-    def __call__(self, ids: Sequence[int]) -> list[int]:
+    def _open(self) -> Store:
         if self.store is None:
             self.store = Store(self.raw_path, readonly=True)
         if self.index is None and self.warning is None:
@@ -65,6 +66,26 @@ class _Admit:
                 self.index = KeywordIndex(self.data_dir, self.cfg.index)
             except IndexUnavailable as e:
                 self.warning = str(e)
+        return self.store
+
+    def settle(self) -> None:
+        """Bind the constraints to how far vectors/ and index.db have followed raw.db's feed: the
+        disposition they copied is not trusted for messages changed since (filters.as_of)."""
+        from oaken.index.embedding import followed_seq
+
+        store = self._open()
+        seq = followed_seq(self.data_dir)
+        if self.index is not None:
+            try:
+                seq = min(seq, self.index.seq())
+            except IndexUnavailable as e:
+                self.index.close()
+                self.index, self.warning = None, str(e)
+        self.cons = as_of(self.cons, store, seq)
+
+    def __call__(self, ids: Sequence[int]) -> list[int]:
+        self._open()
+        assert self.store is not None
         if self.index is not None:
             return self.cons.admit(self.index, self.store, ids, index_filters_applied=False)
         # index.db is gone: what needs it cannot be checked, so nothing that depends on it is returned
@@ -99,6 +120,10 @@ class VectorJob:
 
     def _run(self) -> None:
         try:
+            if self._filters.dispositions:
+                self._admit.settle()
+                index = self._admit.cons.index
+                self._filters = replace(prefilters(index), disposition_unsure=index.disposition_unsure)
             self.result = self._retriever.retrieve(self._text, self._filters, want=self._want, admit=self._admit)
         except Exception as e:  # noqa: BLE001 - retrieve never raises; should it, keyword results still come back
             self.result = VectorResult((), "error", (f"vector search failed: {type(e).__name__}: {e}",))

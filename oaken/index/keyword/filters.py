@@ -45,8 +45,12 @@ def filter_sql(f: KeywordFilters, alias: str = "m") -> tuple[list[str], list[obj
         conds.append(f"{alias}.thread = ?")
         params.append(f.thread)
     if f.dispositions:
-        conds.append(f"{alias}.disposition IN ({','.join('?' * len(f.dispositions))})")
+        cond = f"{alias}.disposition IN ({','.join('?' * len(f.dispositions))})"
         params.extend(f.dispositions)
+        if f.disposition_unsure:
+            cond = f"({cond} OR {alias}.id IN (SELECT value FROM json_each(?)))"
+            params.append(json.dumps(sorted(f.disposition_unsure)))
+        conds.append(cond)
     if f.has_attachment is not None:
         conds.append(f"{alias}.has_attachment = ?")
         params.append(1 if f.has_attachment else 0)

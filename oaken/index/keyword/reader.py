@@ -4,6 +4,7 @@ filters only, which words a message holds, and the chunks the vector side embeds
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -140,6 +141,21 @@ class KeywordIndex:
     def newest(self, filters: KeywordFilters = KeywordFilters(), limit: int = 10, offset: int = 0
                ) -> list[KeywordMessageHit]:
         """Messages within the filters, newest first: a query with no words."""
+        if not (filters.dispositions and filters.disposition_unsure):
+            return self._newest(filters, limit, offset)
+        # two reads, each down its own index, merged: the messages whose disposition copy matches
+        # (by disposition, or newest first), and those whose copy is not trusted (by id). One
+        # query with an OR leaves SQLite reading all mail newest first for a rare disposition.
+        unsure = filters.disposition_unsure
+        ids = unsure if filters.include_ids is None else unsure & filters.include_ids
+        held = self._newest(replace(filters, disposition_unsure=frozenset()), offset + limit, 0)
+        extra = self._newest(replace(filters, dispositions=(), disposition_unsure=frozenset(), include_ids=ids),
+                             offset + limit, 0) if ids else []
+        merged = sorted({h.message: h for h in (*held, *extra)}.values(), key=lambda h: (h.date, h.message),
+                        reverse=True)
+        return merged[offset:offset + limit]
+
+    def _newest(self, filters: KeywordFilters, limit: int, offset: int) -> list[KeywordMessageHit]:
         conds, params, subject = filter_sql(filters)
         if subject:
             conds.append("m.id IN (SELECT c.message FROM fts JOIN chunks c ON c.id = fts.rowid WHERE fts MATCH ?)")
@@ -207,3 +223,10 @@ class KeywordIndex:
 
     def seq(self) -> int:
         return self._run("SELECT value FROM meta WHERE key = 'seq'", [])[0][0]
+
+    def chunk_state(self) -> tuple[int, int, int]:
+        """(seq, chunks, highest chunk id): equal figures mean the same chunks, so the vector side
+        can tell it has nothing to do without reading them (a rebuild renumbers chunks)."""
+        row = self._run("SELECT (SELECT value FROM meta WHERE key = 'seq'), count(*), coalesce(max(id), 0) "
+                        "FROM chunks", [])[0]
+        return int(row[0]), int(row[1]), int(row[2])

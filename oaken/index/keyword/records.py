@@ -24,6 +24,9 @@ class KeywordFilters:
     folders: tuple[str, ...] = ()  # any
     thread: int | None = None
     dispositions: tuple[str, ...] = ()  # any; empty: no restriction
+    # messages whose disposition index.db may hold stale (changed in raw.db after the index's seq):
+    # kept whatever index.db's copy says, so raw.db alone decides them
+    disposition_unsure: frozenset[int] = frozenset()
     has_attachment: bool | None = None
     filename_terms: tuple[str, ...] = ()  # all; substring of an attachment's name or MIME type
     include_ids: frozenset[int] | None = None  # only these messages (Oaken ids)

@@ -19,6 +19,11 @@ SCHEMA_VERSION = 2  # 2: recipients on a message's first chunk only
 COLUMNS = ("subject", "sender", "recipients", "body", "quoted", "attachments")
 UNAVAILABLE = "keyword_index_unavailable"
 
+# `in:archived` lists the newest archived mail by this, not by reading all mail newest first (at
+# 100k messages with few archived: 0.03 against 97 ms); index.db files made before get it on the
+# writer's next open (KeywordWriter), so the schema version stays
+DISPOSITION_INDEX = "CREATE INDEX IF NOT EXISTS messages_disposition ON messages(account, disposition, date)"
+
 SCHEMA = f"""
 CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE messages(
@@ -41,6 +46,7 @@ CREATE TABLE messages(
     chunker_version INTEGER NOT NULL
 );
 CREATE INDEX messages_account_date ON messages(account, date);
+{DISPOSITION_INDEX};
 CREATE INDEX messages_thread ON messages(thread);
 CREATE TABLE tags(
     kind TEXT NOT NULL,
