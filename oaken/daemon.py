@@ -97,13 +97,21 @@ def index_now(config: Config, *, keyword_only: bool = False, stop: threading.Eve
 class IndexWorker:
     """Indexes behind the sync on its own thread, so a slow embedding never delays the mirror:
     each stored batch gets a keyword pass right away; the vector pass (slow) runs once the
-    batches stop coming. One pass at a time, so index.db has one writer."""
+    batches stop coming. One pass at a time, so index.db has one writer.
+
+    Changes that do not come from sync (`oaken triage`, `oaken show` marking a message read, an
+    email client writing labels through the API) are found by looking at raw.db's change seq
+    every FOLLOW_SECONDS: two one-row reads, so index.db follows within about a second."""
+
+    FOLLOW_SECONDS = 1.0
+    RETRY_SECONDS = 30.0  # after a failed pass, before raw.db's changes alone start another
 
     def __init__(self, config: Config):
         self.config = config
         self.due = threading.Event()
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="indexer", daemon=True)
+        self._quiet_until = 0.0
 
     def start(self) -> "IndexWorker":
         self.thread.start()
@@ -114,12 +122,30 @@ class IndexWorker:
 
     def _loop(self) -> None:
         while not self.stopping.is_set():
-            if not self.due.wait(timeout=1.0):
+            if not self.due.wait(timeout=self.FOLLOW_SECONDS) and not self._behind():
                 continue
             self.due.clear()
-            index_now(self.config, keyword_only=True)
+            if not index_now(self.config, keyword_only=True):
+                self._quiet_until = time.monotonic() + self.RETRY_SECONDS  # logged; no retry every second
+                continue
             if not self.due.wait(timeout=0.5) and not self.stopping.is_set():
                 index_now(self.config, stop=self.stopping)  # vectors, when nothing new is waiting
+
+    def _behind(self) -> bool:
+        """Whether raw.db changed after what index.db has indexed."""
+        if self.stopping.is_set() or time.monotonic() < self._quiet_until:
+            return False
+        try:
+            from oaken.index import indexer
+        except ImportError:
+            return False
+        try:
+            return indexer.behind(self.config)
+        except Exception as e:  # noqa: BLE001 - the pass it would start reports the fault
+            log.get("oaken.daemon").warning("cannot tell whether index.db is behind raw.db",
+                                            error=f"{type(e).__name__}: {e}")
+            self._quiet_until = time.monotonic() + self.RETRY_SECONDS
+            return False
 
     def stop(self, timeout: float = 30.0) -> None:
         self.stopping.set()

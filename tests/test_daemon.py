@@ -182,3 +182,49 @@ def test_sigterm_during_the_first_model_export_exits_0(imap_box: Mailbox, real_m
     _wait("the exporting child to end with its parent", lambda: not preparing(), timeout=10)
     # the int8 export did not finish, and nothing half-made was taken for done
     assert not list((data_dir / "models").rglob("onnx-int8-v1/model.onnx"))
+
+
+def test_a_triage_is_searched_at_once_through_the_daemon_and_its_index_follows(
+        imap_box: Mailbox, real_mail, tmp_path: Path, daemons):
+    """`oaken triage` writes raw.db only. The daemon's next search already sees it (raw.db decides
+    disposition), and its indexer follows the change within seconds, though sync saw nothing."""
+    from oaken.index.keyword import KeywordFilters, KeywordIndex
+    from oaken.index.vectors import VectorStore
+    from oaken.search import client
+
+    imap_box.fill("INBOX", real_mail[:4])
+    data = imap_box.config_dict()
+    data["embedder"] = {"model": "concept"}  # the deterministic stand-in: no model load
+    imap_box.write_config(data)
+    cfg = config_mod.load()
+    data_dir = config_mod.resolve_data_dir(cfg)
+    proc, log = _start(tmp_path, "triage", index=True)
+    daemons.append(proc)
+    _wait("the first batch indexed", lambda: keyword.status(data_dir)["messages"] == 4, timeout=60)
+    _wait("the search socket", lambda: client.ask_raw(cfg, "", {}) is not None, timeout=60)
+    with open_store(data_dir, readonly=True) as store:
+        target = store.all_message_ids()[-1]
+
+    def archived_in_index() -> list[int]:
+        with KeywordIndex(data_dir) as index:
+            return [h.message for h in index.newest(KeywordFilters(dispositions=("archived",)), limit=10)]
+
+    def archived_in_vectors() -> bool:
+        rows = VectorStore(data_dir).rows_of([target], ("disposition",))
+        return bool(rows) and {r["disposition"] for r in rows} == {"archived"}
+
+    _wait("the vectors", lambda: (data_dir / "vectors").is_dir() and bool(VectorStore(data_dir).rows_of([target])),
+          timeout=60)
+    assert archived_in_index() == [] and not archived_in_vectors()
+    done = subprocess.run([sys.executable, "-m", "oaken.cli", "triage", str(target), "--disposition", "archived"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    answer = client.ask_raw(cfg, "in:archived", {})  # at once: no wait for any indexer
+    assert answer is not None and [h["id"] for h in answer["hits"]] == [target]
+    answer = client.ask_raw(cfg, "", {"disposition": "archived"})
+    assert answer is not None and [h["id"] for h in answer["hits"]] == [target]
+
+    _wait("the daemon's index.db to follow raw.db", lambda: archived_in_index() == [target], timeout=20)
+    _wait("the daemon's vectors to follow raw.db", archived_in_vectors, timeout=30)
+    assert _stop(proc) == 0
+    assert "indexing failed" not in log.read_text()

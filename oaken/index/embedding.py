@@ -15,6 +15,7 @@ complete long before the vectors are. Each round it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import queue
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
     from oaken.store import Store
 
 CURSOR_FILE = "raw_seq.json"  # in vectors/: how far the change feed of raw.db has been followed
+# in vectors/: the settings, fingerprint and raw.db/index.db positions of the last complete pass,
+# so the next one can tell it has nothing to do without loading the model
+LAST_PASS_FILE = "last_pass.json"
 # Chunks per encode call: large, so the backend's length sort pads little. On Enron's 19,721
 # distinct texts, windows of 512 pad to 9.2 % more word pieces than the texts hold, 2,048 to
 # 2.7 %, 8,192 to 0.85 %, one window of all to 0.3 %. A pass that may be asked to stop (the
@@ -86,29 +90,60 @@ def embed_pending(config: Config, *, progress: Callable[[int], None] | None = No
     """Embed what index.db holds and vectors/ lacks; `limit` caps the chunks embedded this call,
     `stop` ends it after the window being embedded (what is left stays pending).
 
+    The model is loaded only when there is something to embed (or vectors/ was not made under
+    these settings): a pass with nothing to do reads a few figures and returns, and one that only
+    follows raw.db's changes (triage, labels, deletions) needs LanceDB but no model.
+
     `progress(n)` is called with the number of chunks written since the last call."""
+    started = time.monotonic()
+    data_dir = config_mod.resolve_data_dir(config)
+    if embedder is not None:
+        _forget_last_pass(data_dir)  # the caller's embedder may not be the one the settings name
+        return _embed(config, data_dir, embedder, None, progress, limit, stop, started, given=True)
+    if config.embedder.model == "none":
+        return EmbedReport(None, 0, 0, 0, 0, 0, 0, False, 0.0)
+    last = _read_last_pass(data_dir, config)
+    idle = _nothing_to_do(config, data_dir, last)
+    if idle is not None:
+        return dataclasses.replace(idle, seconds=round(time.monotonic() - started, 3))
+    return _embed(config, data_dir, None, last, progress, limit, stop, started)
+
+
+def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict | None,
+           progress: Callable[[int], None] | None, limit: int | None, stop: threading.Event | None,
+           started: float, *, given: bool = False) -> EmbedReport:
+    """The pass. `embedder` None: the settings' embedder, loaded here when needed; `last` (the
+    record of the last complete pass under these settings) then names its fingerprint. `given`:
+    the caller chose the embedder, so no record of the settings' embedder is written."""
     from oaken.index.keyword import KeywordIndex
     from oaken.store import open_store as open_raw
 
-    started = time.monotonic()
-    if embedder is None:
+    redo: Embedder | None = None
+    if embedder is None and last is None:
         # LanceDB's import (~1.3 s, mostly pydantic) overlaps with loading the model (mostly native)
         threading.Thread(target=_import_lancedb, name="oaken-import-lancedb", daemon=True).start()
         embedder = load_embedder(config)
-    if embedder is None:
-        return EmbedReport(None, 0, 0, 0, 0, 0, 0, False, 0.0)
-    data_dir = config_mod.resolve_data_dir(config)
-    fp = fingerprint_of(embedder)
+        if embedder is None:
+            return EmbedReport(None, 0, 0, 0, 0, 0, 0, False, 0.0)
     store = open_store(config, create=True)
+    if embedder is None:
+        assert last is not None
+        fp = Fingerprint.from_key(json.dumps(last["fingerprint"]))
+        if not store.exists() or store.fingerprint() != fp:  # the record no longer describes vectors/
+            embedder = load_embedder(config)
+    if embedder is not None:
+        fp = fingerprint_of(embedder)
     rebuilt = store.ensure(fp)
-    if not rebuilt and _incompatible_backend(store, embedder, data_dir):
-        # the cache holds that backend's vectors too (it is keyed by fingerprint): forget them all
-        with open_cache(store.path.parent) as cache:
-            cache.drop_other_models(keep="")
-        rebuilt = store.ensure(fp, rebuild=True)
-    store.record_backend(backend_of(embedder))
+    if embedder is not None:
+        if not rebuilt and _incompatible_backend(store, embedder, data_dir):
+            # the cache holds that backend's vectors too (it is keyed by fingerprint): forget them all
+            with open_cache(store.path.parent) as cache:
+                cache.drop_other_models(keep="")
+            rebuilt = store.ensure(fp, rebuild=True)
+        store.record_backend(backend_of(embedder))
     with KeywordIndex(data_dir) as index, open_raw(data_dir, readonly=True) as raw:
         raw_seq = raw.seq()
+        index_state = index.chunk_state()  # read before the chunks: a later change shows as a mismatch
         stored = store.chunk_messages()
         removed = refreshed = 0
         if stored and not rebuilt:
@@ -122,14 +157,89 @@ def embed_pending(config: Config, *, progress: Callable[[int], None] | None = No
         total_todo = sum(n for _, n in todo)
         if limit is not None:
             todo = _take(todo, limit)
-        has_rows = {m for c, m in stored.items() if c in wanted}  # these are replaced, the others appended
-        embedded, encoded = _embed_messages(store, index, raw, embedder, [m for m, _ in todo], progress, stop,
-                                            has_rows)
-        if stop is None or not stop.is_set():  # the ANN index can wait for the next pass
-            store.maintain()
-        _write_cursor(data_dir, raw_seq)
-    return EmbedReport(fp.model, len(wanted), embedded, encoded, removed, refreshed,
-                       max(0, total_todo - embedded), rebuilt, round(time.monotonic() - started, 3))
+        if todo and embedder is None:
+            loaded = load_embedder(config)
+            assert loaded is not None
+            if fingerprint_of(loaded) != fp or _incompatible_backend(store, loaded, data_dir):
+                redo = loaded  # the record was wrong: the whole pass again, as without one
+            else:
+                embedder = loaded
+                store.record_backend(backend_of(embedder))
+        if redo is None:
+            has_rows = {m for c, m in stored.items() if c in wanted}  # these are replaced, the others appended
+            embedded, encoded = (0, 0) if embedder is None else _embed_messages(
+                store, index, raw, embedder, [m for m, _ in todo], progress, stop, has_rows)
+            complete = stop is None or not stop.is_set()
+            if complete:  # the ANN index can wait for the next pass
+                store.maintain()
+            _write_cursor(data_dir, raw_seq)
+            pending = max(0, total_todo - embedded)
+            if given:
+                _forget_last_pass(data_dir)
+            elif complete and pending == 0:
+                _write_last_pass(data_dir, config, fp, raw_seq, index_state, len(wanted))
+    if redo is not None:
+        _forget_last_pass(data_dir)
+        return _embed(config, data_dir, redo, None, progress, limit, stop, started)
+    return EmbedReport(fp.model, len(wanted), embedded, encoded, removed, refreshed, pending, rebuilt,
+                       round(time.monotonic() - started, 3))
+
+
+def _nothing_to_do(config: Config, data_dir: Path, last: dict | None) -> EmbedReport | None:
+    """The report of a pass with nothing to do, found without LanceDB or the model; None when
+    there may be work (or when index.db or raw.db cannot be read: the pass reports that)."""
+    from oaken.errors import OakenError
+    from oaken.index.keyword import KeywordIndex, index_path
+    from oaken.store import open_store as open_raw
+
+    folder = vectors_path(data_dir)
+    if not index_path(data_dir).exists() or not (data_dir / "raw.db").exists():
+        return None
+    try:
+        with KeywordIndex(data_dir) as index, open_raw(data_dir, readonly=True) as raw:
+            state, raw_seq = index.chunk_state(), raw.seq()
+    except OakenError:
+        return None
+    if not folder.is_dir():
+        # nothing embedded yet, and nothing to embed
+        return EmbedReport(config.embedder.model, 0, 0, 0, 0, 0, 0, False, 0.0) if state[1] == 0 else None
+    if last is not None and last.get("raw_seq") == raw_seq and last.get("index") == list(state):
+        return EmbedReport(str(last["fingerprint"]["model"]), int(last.get("chunks", 0)), 0, 0, 0, 0, 0, False, 0.0)
+    return None
+
+
+def _settings(config: Config) -> dict:
+    """What decides which embedder a pass loads and how the store is kept."""
+    return {"model": config.embedder.model, "backend": config.embedder.backend, "chunker": chunker_version(),
+            "ann_min_rows": config.index.vector_ann_min_rows}
+
+
+def _read_last_pass(data_dir: Path, config: Config) -> dict | None:
+    """The record of the last complete pass, if it ran under these settings."""
+    try:
+        record = json.loads((vectors_path(data_dir) / LAST_PASS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(record, dict) and record.get("settings") == _settings(config) and \
+        isinstance(record.get("fingerprint"), dict)
+    return record if ok else None
+
+
+def _write_last_pass(data_dir: Path, config: Config, fp: Fingerprint, raw_seq: int, index_state: tuple[int, int, int],
+                     chunks: int) -> None:
+    record = {"settings": _settings(config), "fingerprint": json.loads(fp.key()), "raw_seq": raw_seq,
+              "index": list(index_state), "chunks": chunks}
+    path = vectors_path(data_dir) / LAST_PASS_FILE
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, path)
+
+
+def _forget_last_pass(data_dir: Path) -> None:
+    try:
+        (vectors_path(data_dir) / LAST_PASS_FILE).unlink()
+    except OSError:
+        pass
 
 
 def _import_lancedb() -> None:
@@ -318,6 +428,12 @@ def _message_windows(index: "KeywordIndex", messages: Sequence[int], size: int
                 window = []
     if window:
         yield window
+
+
+def followed_seq(data_dir: Path) -> int:
+    """How far vectors/ has followed raw.db's change feed: the prefilter fields of its rows hold
+    raw.db's state as of this seq (0 when unknown). A search trusts them no further."""
+    return _read_cursor(data_dir)
 
 
 def _read_cursor(data_dir: Path) -> int:

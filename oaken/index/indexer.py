@@ -267,6 +267,24 @@ def pending(cfg: Config, *, rebuild: bool = False) -> int:
         return store.count_changes_since(seq)
 
 
+def behind(cfg: Config) -> bool:
+    """Whether raw.db holds changes index.db has not followed (cheap: two one-row reads; no
+    index.db yet counts as behind when raw.db exists). The daemon asks this every second."""
+    data_dir = config_mod.resolve_data_dir(cfg)
+    raw_path = data_dir / "raw.db"
+    if not raw_path.exists():
+        return False
+    with Store(raw_path, readonly=True) as store:
+        target = store.seq()
+    if not keyword.index_path(data_dir).exists():
+        return target > 0
+    try:
+        with keyword.KeywordIndex(data_dir, cfg.index) as idx:
+            return idx.seq() != target  # greater: raw.db was replaced, and the pass rebuilds
+    except IndexUnavailable:
+        return True  # stale, damaged or locked: the pass rebuilds it or reports why not
+
+
 def _vector_pass(cfg: Config, progress: Progress | None, stop: threading.Event | None = None
                  ) -> dict[str, Any] | None:
     """The embedding pass of the vector side, after the keyword pass; its failure is reported, not
