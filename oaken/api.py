@@ -38,7 +38,10 @@ def import_mail(paths: Sequence[str | Path], *, account: str | None = None, conf
 
 def set_triage(message: int, *, category: str | None = None, priority: int | None = None,
                disposition: str | None = None, config: Config | None = None) -> Triage:
-    """Write a message's triage (an external classifier calls this too)."""
+    """Write a message's triage (an external classifier calls this too). Only raw.db is written:
+    the next search sees it at once (raw.db decides disposition, category and priority; what the
+    indexes copied is trusted only for messages unchanged since), and a running daemon brings
+    index.db and vectors/ up to it within about a second."""
     cfg = _cfg(config)
     with open_raw(cfg) as store, store.transaction():
         return store.set_triage(message, categories=cfg.triage.categories, category=category,
