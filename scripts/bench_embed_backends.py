@@ -122,6 +122,7 @@ def reindex_rate(corpus: Path, backend: str, embedder, exports: Path, rounds: in
     work = Path(tempfile.mkdtemp(prefix="oaken-bench-reindex-"))
     cfg, texts = pipeline_setup(corpus, 10**9, work)
     home = config_mod.resolve_data_dir(cfg)
+    exports = exports.resolve()  # the link below is read from `home`, not from where we are
     (home / "models").symlink_to(exports / "models", target_is_directory=True)  # exported once, above
     config = home / "config.toml"
     config.write_text(f'[paths]\ndata_dir = "{home}"\n[embedder]\nbackend = "{backend}"\n')
@@ -149,9 +150,11 @@ def reindex_rate(corpus: Path, backend: str, embedder, exports: Path, rounds: in
         (home / embed_cache.CACHE_FILE).unlink(missing_ok=True)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "oaken.cli", "--config", str(config), "reindex"], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        done = subprocess.run([sys.executable, "-m", "oaken.cli", "--config", str(config), "reindex"], check=True,
+                              capture_output=True, text=True)
         reindex_s = time.perf_counter() - t
+        if "vectors: not updated" in done.stdout + done.stderr:  # a pass that failed is no figure
+            raise SystemExit(f"oaken reindex did not embed: {(done.stdout + done.stderr).strip()[-600:]}")
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         print(f"  round {r + 1}: raw embed_documents {raw_s:5.1f} s ({raw_cpu:.1f} CPU s), in a new process "
