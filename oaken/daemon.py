@@ -234,12 +234,16 @@ class Daemon:
                 if idle_wait(conn, folder, renew, started):
                     self._notify(folder)
             except SyncError as e:
+                if self.stop.is_set():
+                    return
                 if not isinstance(e, ConnectionLost):
                     self.log.error("idle stopped", folder=folder, error=str(e))
                     return
                 conn = self._drop_idle(conn)
                 self.stop.wait(backoff.next())
             except (IMAPClient.Error, *TRANSIENT) as e:
+                if self.stop.is_set():
+                    return  # stopping: run() closed this connection under the IDLE, nothing was lost
                 self.log.warning("idle connection lost", folder=folder, error=f"{type(e).__name__}: {e}")
                 conn = self._drop_idle(conn)
                 self.stop.wait(backoff.next())
