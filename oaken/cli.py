@@ -77,98 +77,28 @@ def cmd_init(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from oaken import config as config_mod
+    from oaken import config_writer
 
     path = Path(args.config) if args.config else config_mod.config_path()
     if not args.host and (args.account or args.username or args.port or args.password_command):
         raise UsageError("--account, --username, --port and --password-command describe an account: "
                          "give its --host too", "init")
     name = args.account or "main"
-    account = _account_table(args) if args.host else None
-    if path.exists() and not args.force:
-        if account is None:
-            raise UsageError(f"{path}: exists already; give --host and --username to add an account to it, "
-                             "or --force to start a new file (the old one is kept beside it as .bak)", "init")
-        return _add_account(path, name, account)
-    data: dict[str, Any] = {}
-    if account is not None:
-        data = {"default_account": name, "accounts": {name: account}}
-    config_mod.from_dict(data, source=str(path))  # refuse to write what we would not load back
-    defaults = config_mod.to_dict(config_mod.Config())
-    out = {**data, **{k: v for k, v in defaults.items() if k not in data}}
-    held = None
-    backup = path.with_name(path.name + ".bak")
-    if path.exists():  # --force: the old file is kept, and what it held is said
-        try:
-            accounts = _read_toml(path).get("accounts")
-            names = list(accounts) if isinstance(accounts, dict) else []
-            held = f"with the accounts {', '.join(names)}" if names else "with no accounts"
-        except ConfigError:
-            held = "not readable as TOML"  # starting over is what --force is for
-        os.replace(path, backup)
-    _write_toml(path, out)
-    print(f"wrote {path}")
-    if held is not None:
-        print(f"the file it replaced, {held}, is now {backup}")
-    return 0
-
-
-def _account_table(args: argparse.Namespace) -> dict[str, Any]:
-    account: dict[str, Any] = {"host": args.host, "username": args.username or "", "tls": args.tls}
-    if args.port:
-        account["port"] = args.port
-    if args.password_command:
-        account["password_command"] = args.password_command
-    return account
-
-
-def _add_account(path: Any, name: str, account: dict[str, Any]) -> int:
-    """`oaken init --account NAME --host ...` on an existing config: one more [accounts.NAME],
-    every other account and setting kept."""
-    from oaken import config as config_mod
-
-    data = _read_toml(path)
-    accounts = data.setdefault("accounts", {})
-    if not isinstance(accounts, dict):
-        raise ConfigError(f"{path}: accounts: expected tables [accounts.NAME], got {accounts!r}")
-    if name in accounts:
-        raise UsageError(f"{path}: has an account {name!r} already; pass another --account name, "
-                         "or edit that account in the file", "init")
-    if "default_account" not in data and len(accounts) <= 1:
-        # with one account, commands used it without --account; they still do with two
-        data["default_account"] = next(iter(accounts), name)
-    accounts[name] = account
-    config_mod.from_dict(data, source=str(path))  # refuse to write what we would not load back
-    _write_toml(path, data)
-    print(f"added account {name!r} to {path}; accounts: {', '.join(accounts)}; "
-          f"default_account: {data.get('default_account', 'none')}")
-    return 0
-
-
-def _read_toml(path: Any) -> dict[str, Any]:
-    import tomllib
-
+    account = config_writer.account_table(args.host, args.username or "", tls=args.tls, port=args.port,
+                                          password_command=args.password_command) if args.host else None
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot be read: {e}") from None
-
-
-def _write_toml(path: Any, data: dict[str, Any]) -> None:
-    """Write the config whole or not at all, private (it may name a password command); a new
-    config directory is private too (with OAKEN_HOME set, it is the data directory)."""
-    import tomli_w
-
-    if not path.parent.exists():
-        path.parent.mkdir(parents=True, mode=0o700)
-        os.chmod(path.parent, 0o700)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        tomli_w.dump(data, f)
-    os.replace(tmp, path)
+        if path.exists() and not args.force and account is not None:
+            added = config_writer.add_account(path, name, account)
+            print(f"added account {name!r} to {path}; accounts: {', '.join(added.accounts)}; "
+                  f"default_account: {added.default_account or 'none'}")
+            return 0
+        written = config_writer.start(path, name, account, force=args.force)
+    except ConfigError as e:  # what init was asked cannot be written: said as init's usage error
+        raise UsageError(str(e), "init") from None
+    print(f"wrote {path}")
+    if written.backup is not None:
+        print(f"the file it replaced, {written.replaced}, is now {written.backup}")
+    return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
