@@ -49,7 +49,7 @@ def set_triage(message: int, *, category: str | None = None, priority: int | Non
 
 
 def status(*, config: Config | None = None) -> dict[str, Any]:
-    """Counts per account and folder, flagged messages, sizes, and what the indexes hold."""
+    """Counts per account and folder, messages stored with parse problems, sizes, and what the indexes hold."""
     cfg = _cfg(config)
     data_dir = config_mod.resolve_data_dir(cfg)
     if not (data_dir / "raw.db").exists():
@@ -57,8 +57,8 @@ def status(*, config: Config | None = None) -> dict[str, Any]:
     else:
         with open_raw(cfg) as store:
             out = store.status()
-            out["flagged_messages"] = [
-                {"id": i, "subject": s, "problem": p} for i, s, p in store.flagged_messages()
+            out["problem_messages"] = [
+                {"id": i, "subject": s, "problem": p} for i, s, p in store.problem_messages()
             ]
         out["data_dir"] = str(data_dir)
     out["index"] = _index_status(cfg)

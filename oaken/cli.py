@@ -131,7 +131,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         if indexed is not None and cfg.embedder.model != "none":
             print("keyword index up to date; `oaken reindex` (or a running `oaken sync --daemon`) embeds the new mail")
         print(f"{report.seen} messages read, {report.added} new, {report.new_locations} now also in another folder, "
-              f"{report.flagged} with parse problems (stored raw, findable by their headers), "
+              f"{report.with_problems} with parse problems (stored raw, findable by their headers), "
               f"{len(report.skipped)} files skipped")
         for s in report.skipped[:20]:
             print(f"  skipped {s}")
@@ -156,12 +156,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     print(f"messages: {data['messages']}")
     for name, acc in data.get("accounts", {}).items():
-        # "flagged" in the data means stored with a parse problem, not the \Flagged flag
         print(f"account {name}: {acc['messages']} messages, {acc['unread']} unread, "
-              f"{acc['flagged']} with parse problems, {acc['bytes'] / 1e6:.1f} MB")
+              f"{acc['with_problems']} with parse problems, {acc['bytes'] / 1e6:.1f} MB")
         for fname, f in acc["folders"].items():
             print(f"  {fname}: {f['messages']}")
-    for f in data.get("flagged_messages", [])[:10]:
+    for f in data.get("problem_messages", [])[:10]:
         print(f"parse problem in {f['id']}: {f['subject'][:50]!r}: {f['problem'][:80]}")
     fc = data.get("flag_changes")
     if fc and (fc["pending"] or fc["rejected"]):

@@ -1,7 +1,7 @@
 """`oaken import`: Maildir folders, mbox files and folders of message files into raw.db.
 
 Each message is stored once (by Message-ID and content) with its folder as a label; importing
-the same mail again adds nothing. A message that cannot be parsed is stored raw and flagged.
+the same mail again adds nothing. A message that cannot be parsed is stored raw and marked with its problem.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class ImportReport:
     added: int = 0  # messages new to raw.db
     new_locations: int = 0  # already stored, now also known in this folder
     unchanged: int = 0  # files an earlier import stored, with the same mtime: not read again
-    flagged: int = 0  # stored, but with a parse problem
+    with_problems: int = 0  # stored, but with a parse problem
     skipped: list[str] = field(default_factory=list)  # files that are not mail, with the reason
     folders: dict[str, int] = field(default_factory=dict)
 
@@ -153,7 +153,7 @@ def discover(path: Path, report: ImportReport) -> Iterator[Item]:
             if p.suffix.lower() != ".eml" and _is_mbox(p):  # an .eml file is one message: no need to look
                 yield from _walk_mbox(p, f"{name}/{p.stem}" if here != root else p.stem)
             else:
-                # stored even when it does not look like mail: flagged, never dropped
+                # stored even when it does not look like mail: with its problem, never dropped
                 yield Item(name, str(p), (), _reader(p), _mtime(p))
 
 
@@ -198,7 +198,7 @@ def import_paths(store: Store, account: str, paths: list[Path], *, batch_size: i
                 report.added += result.new_message
                 report.new_locations += result.new_location and not result.new_message
                 if result.problem:
-                    report.flagged += 1
+                    report.with_problems += 1
                 report.folders[folder] = report.folders.get(folder, 0) + 1
         crashpoints.reached("import.after_commit", stored=report.added)
         if progress:
@@ -221,7 +221,7 @@ def import_paths(store: Store, account: str, paths: list[Path], *, batch_size: i
     for skipped in report.skipped:
         logger.warning("import.skipped", reason=skipped)
     logger.info("import.done", account=account, seen=report.seen, added=report.added,
-                flagged=report.flagged, skipped=len(report.skipped))
+                with_problems=report.with_problems, skipped=len(report.skipped))
     return report
 
 

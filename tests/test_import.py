@@ -55,7 +55,7 @@ def test_malformed_mail_is_stored_raw_and_flagged(oaken_home: Path) -> None:
     report = api.import_mail([DATA / "malformed"], config=Config())
     # 4 files + an mbox of two, the second of which is empty (an unquoted "From " in CPython's test)
     assert report.seen == 6 and report.added == 5
-    assert report.flagged == 3
+    assert report.with_problems == 3
     assert report.skipped == [f"{DATA / 'malformed' / 'mailbox_01.mbox'}#1: empty, nothing to store"]
     with open_store(oaken_home) as store:
         problems = {m.problem for m in store.metas(store.all_message_ids()).values() if m.problem}

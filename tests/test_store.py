@@ -206,7 +206,7 @@ def test_status_shape(store: Store) -> None:
     st = store.status()
     assert st["messages"] == 2
     acc = st["accounts"]["a"]
-    assert acc["messages"] == 2 and acc["flagged"] == 1 and acc["folders"]["INBOX"]["messages"] == 2
+    assert acc["messages"] == 2 and acc["with_problems"] == 1 and acc["folders"]["INBOX"]["messages"] == 2
 
 
 def test_integrity(store: Store) -> None:

@@ -115,7 +115,7 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
         for aid, name in self.db.execute("SELECT id, name FROM accounts ORDER BY id").fetchall():
             count, size = self.db.execute(
                 "SELECT count(*), coalesce(sum(size), 0) FROM messages WHERE account_id = ?", (aid,)).fetchone()
-            flagged = self.db.execute(
+            with_problems = self.db.execute(
                 "SELECT count(*) FROM messages WHERE account_id = ? AND problem IS NOT NULL", (aid,)).fetchone()[0]
             unread = self.db.execute(
                 "SELECT count(*) FROM messages m WHERE account_id = ? AND NOT EXISTS (SELECT 1 FROM locations l "
@@ -127,7 +127,7 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
                     "LEFT JOIN locations l ON l.folder_id = f.id WHERE f.account_id = ? GROUP BY f.id ORDER BY f.name",
                     (aid,))
             }
-            accounts[name] = {"messages": count, "bytes": size, "unread": unread, "flagged": flagged,
+            accounts[name] = {"messages": count, "bytes": size, "unread": unread, "with_problems": with_problems,
                               "folders": folders}
         pending = self.db.execute("SELECT count(*) FROM flag_queue WHERE state = 'pending'").fetchone()[0]
         rejected = self.db.execute("SELECT count(*) FROM flag_queue WHERE state = 'rejected'").fetchone()[0]
@@ -138,7 +138,7 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
             "raw_db_bytes": self.path.stat().st_size + _size(str(self.path) + "-wal"),
         }
 
-    def flagged_messages(self, limit: int = 50) -> list[tuple[int, str, str]]:
+    def problem_messages(self, limit: int = 50) -> list[tuple[int, str, str]]:
         """Messages stored with a parse problem: (id, subject, problem)."""
         return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
             "SELECT id, subject, problem FROM messages WHERE problem IS NOT NULL ORDER BY id LIMIT ?", (limit,))]
