@@ -433,9 +433,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if only in (None, "triage"):
         s = sub.add_parser("triage", help="set a message's category, priority or disposition")
         s.add_argument("id", type=int)
-        s.add_argument("--category")
-        s.add_argument("--priority", type=int)
-        s.add_argument("--disposition", choices=["inbox", "archived", "discarded"])
+        s.add_argument("--category", help="one of [triage] categories in the config (default: work, personal, "
+                                          "finance, travel, shopping, newsletters, notifications, social)")
+        s.add_argument("--priority", type=int, help="0-3, 3 the most urgent")
+        s.add_argument("--disposition", choices=["inbox", "archived", "discarded"],
+                       help="discarded mail is left out of searches unless in: names it")
         s.add_argument("--json", action="store_true")
         s.set_defaults(func=cmd_triage)
 
