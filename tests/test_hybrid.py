@@ -97,6 +97,55 @@ def test_hybrid_is_rrf_of_the_two_filtered_lists(embedded_mailbox: Path, query: 
     assert hybrid.explain.retrievers[1].kept == len(vec)
 
 
+# ---- paging: every page a slice of one fused list -----------------------------------------------
+
+@pytest.mark.parametrize("query", ["enron", "the", "please", "invoice 2001", "would you send the invoice?"])
+def test_pages_join_up_and_the_top_does_not_depend_on_the_limit(embedded_mailbox: Path, query: str) -> None:
+    # no floor: the vector list reaches every message, so lists cut at the page's depth would be
+    # fused differently for each page (an item just past one list's cut gains or loses its share)
+    cfg = concept(embedded_mailbox, vector_min_cosine={}, overfetch=1)
+    long = search(query, config=cfg, limit=15)
+    assert long.mode == "hybrid" and len(long.hits) == 11
+    ranked = ids(long)
+    for size in (2, 3, 5):
+        pages = [i for offset in range(0, 15, size) for i in ids(search(query, config=cfg, limit=size, offset=offset))]
+        assert pages == ranked, f"pages of {size}"
+    assert ids(search(query, config=cfg, limit=5)) == ranked[:5]
+    assert ids(search(query, config=cfg, limit=1)) == ranked[:1]
+
+
+# ---- a hit holding the words is never marked as found by meaning alone -----------------------------
+
+@pytest.mark.parametrize(("query", "past_the_cut"), [("enron", True), ("the", True), ("enron please", True),
+                                                     ("please", False)])
+def test_a_hit_holding_the_words_is_not_by_meaning_alone(embedded_mailbox: Path, query: str,
+                                                        past_the_cut: bool) -> None:
+    # a keyword side cut at 2 messages' chunks: messages holding the word lie past it, and the
+    # vector side (no floor) finds them
+    from oaken.index.keyword import KeywordIndex
+    from oaken.search.render import MEANING_ONLY, by_meaning_only, table
+
+    cfg = concept(embedded_mailbox, vector_min_cosine={}, overfetch=1, max_candidates=2)
+    r = search(query, config=cfg, limit=5, explain=True)
+    assert r.mode == "hybrid" and len(r.hits) == 5
+    words = query.split()
+    with KeywordIndex(embedded_mailbox) as index:
+        present = index.tokens_present(ids(r), words)
+    holding = {m for m, found in present.items() if set(words) <= found}
+    unranked = [h for h in r.hits if [(w.retriever, w.rank) for w in h.why] == [("vector", h.why[0].rank),
+                                                                                 ("keyword", 0)]]
+    assert bool(unranked) is past_the_cut, "some hit holds the words past the keyword list"
+    for hit in r.hits:
+        assert by_meaning_only(hit) is (hit.id not in holding), hit.id
+        assert hit.score == pytest.approx(sum(w.contribution for w in hit.why))
+    for hit in unranked:
+        assert hit.id in holding and hit.why[1].contribution == 0.0 and "[[" in hit.snippet
+        assert "not ranked" in hit.why[1].detail
+    text = table(r)
+    assert text.count(MEANING_ONLY) == sum(map(by_meaning_only, r.hits))
+    assert ("keyword, no rank:" in text) is past_the_cut
+
+
 # ---- the floor for hits found by meaning alone -------------------------------------------------
 
 @pytest.mark.parametrize("query", ["invoice", "qwxzzy", "zeppelin"])
@@ -140,12 +189,16 @@ def test_a_bad_floor_is_refused_naming_the_model() -> None:
 
 
 def test_exact_boost_lets_an_identifier_beat_meaning(embedded_mailbox: Path) -> None:
-    # "invoice 2001": the keyword side's best holds the number; meaning cannot read digits and
-    # prefers another invoice. With the vector side weighted 2, exact_boost decides the order.
+    # "invoice 2001": the keyword side's only hit holds the number; meaning cannot read digits and
+    # ranks another invoice first, Outstanding Invoices second. With rrf_k 1 and the vector side
+    # weighted 4, meaning's first (4/2) beats keyword first + meaning second (1/2 + 4/3) unless
+    # exact_boost triples the keyword weight (3/2 + 4/3). (It once used limit=1, which only
+    # worked because the lists were cut at the page's depth.)
     subjects = ids_by_subject(embedded_mailbox)
     outstanding = next(i for s, i in subjects.items() if s.startswith("Outstanding Invoices"))
-    boosted = search("invoice 2001", config=concept(embedded_mailbox, vector_weight=2.0), limit=1)
-    flat = search("invoice 2001", config=concept(embedded_mailbox, vector_weight=2.0, exact_boost=1.0), limit=1)
+    boosted = search("invoice 2001", config=concept(embedded_mailbox, vector_weight=4.0, rrf_k=1), limit=1)
+    flat = search("invoice 2001", config=concept(embedded_mailbox, vector_weight=4.0, rrf_k=1, exact_boost=1.0),
+                  limit=1)
     assert ids(boosted) == [outstanding] and boosted.hits[0].why[0].weight == 3.0
     assert ids(flat) != [outstanding] and flat.hits[0].why[0].retriever == "vector"
     # no digit and no phrase: no boost

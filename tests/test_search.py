@@ -212,6 +212,24 @@ def test_offset_pages_and_date_order(cfg: Config) -> None:
     assert {h.subject for h in by_date} == set(find(cfg, "enron", limit=50))
 
 
+# lookups, one whose words sit in different chunks of one message, questions (graded), a filter on candidates
+PAGED = ["enron", "enron please", "search plan", "would you send the invoice?", "what about notmuch and plan?",
+         "the is:unread"]
+
+
+@pytest.mark.parametrize("query", PAGED)
+def test_pages_join_up_into_the_long_list(home: Path, query: str) -> None:
+    # overfetch 1: each retriever reads no more than it must, so a depth that moved with the page shows
+    cfg = config_for(home, overfetch=1)
+    long = [h.id for h in search(query, limit=11, config=cfg).hits]
+    assert long
+    for size in (1, 2, 3):
+        pages = [h.id for offset in range(0, 11, size) for h in search(query, limit=size, offset=offset,
+                                                                       config=cfg).hits]
+        assert pages == long, f"pages of {size}"
+    assert [h.id for h in search(query, limit=2, config=cfg).hits] == long[:2]
+
+
 def test_filters_on_candidates_widen_the_search(home: Path) -> None:
     ranked = search("enron", limit=50, config=config_for(home)).hits
     top = ranked[0]

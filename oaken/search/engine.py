@@ -212,14 +212,13 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
             if cons.impossible:
                 respond.warnings.append(cons.impossible)
                 return respond()
-            # date order reaches over every match the search may widen to, not the best few
-            want = max(offset + limit, cfg.search.max_candidates if plan and sort == "date" else 0)
+            want = _depth(cfg, plan, sort, offset + limit, fused=ask_vector)
 
             job = None
             if ask_vector:  # both retrievers at once: the vector side in its own thread
                 from oaken.search import vector_side
 
-                job = vector_side.VectorJob(cfg, data_dir, raw_path, parsed, cons, offset + limit)
+                job = vector_side.VectorJob(cfg, data_dir, raw_path, parsed, cons, want)
             kw, unavailable = None, False
             if plan is None or "keyword" in use:
                 t = time.perf_counter()
@@ -241,13 +240,28 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
             t = time.perf_counter()
             hits = _hits(store, lists, fused, sort=sort, offset=offset, limit=limit)
             if vec is not None and plan is not None:
-                hits = _meaning_snippets(hits, best_chunks, data_dir, cfg, parsed)
+                listed = len(kw.ranked) if kw is not None and "keyword" in use else None
+                hits = _meaning_hits(hits, best_chunks, data_dir, cfg, parsed, plan, listed, weights.get("keyword", 1.0))
             respond.timings["fetch"] = _ms(t)
     except apsw.Error as e:  # raw.db, the source of truth, is damaged: a failure, not a degraded search
         raise StoreError(f"{raw_path}: cannot be read ({e}); restore it from a backup, or sync again into a "
                          "new data directory") from None
     return respond(hits, mode=mode, low_confidence=_low_confidence(cfg, plan, kw, vec, best_cosine),
                    traces=tuple(lst.trace for lst in lists), weights=weights)
+
+
+def _depth(cfg: Config, plan: matching.MatchPlan | None, sort: str, need: int, *, fused: bool) -> int:
+    """How many messages each retriever lists: the same for every page of a query, so that its pages
+    are slices of one list. Fusion sums weight / (rrf_k + rank) over lists, so lists cut at a depth
+    that moved with offset + limit gave each page its own order (pages repeated and skipped hits,
+    and the top hits changed with --limit). Date order reaches over every match the search may
+    widen to. A listing, and a lookup's keyword list alone, are the same prefix at any depth
+    (newest first; the best chunk's bm25): they read only what the page needs."""
+    if plan is None:
+        return need
+    if sort == "date" or fused or plan.question:  # a question's graded order moves with its depth
+        return max(need, cfg.search.max_candidates)
+    return need
 
 
 def _vector_list(job: Any, respond: _Response) -> tuple[RetrieverResult | None, float | None, dict[int, int]]:
@@ -306,23 +320,42 @@ def _low_confidence(cfg: Config, plan: matching.MatchPlan | None, kw: RetrieverR
     return low_cosine(cfg, best_cosine)
 
 
-def _meaning_snippets(hits: tuple[Hit, ...], best_chunks: dict[int, int], data_dir: Path, cfg: Config,
-                      parsed: query_mod.ParsedQuery) -> tuple[Hit, ...]:
-    """Hits found by meaning alone get the best-matching sentences of their best chunk."""
+def _meaning_hits(hits: tuple[Hit, ...], best_chunks: dict[int, int], data_dir: Path, cfg: Config,
+                  parsed: query_mod.ParsedQuery, plan: matching.MatchPlan, listed: int | None,
+                  weight: float) -> tuple[Hit, ...]:
+    """The page's hits the vector side alone ranked. One holding the query's words all the same
+    (past the keyword list's depth: `listed` messages) gets a keyword `why` with rank 0 and no
+    contribution, and a keyword snippet: a hit marked as found by meaning holds none of the words.
+    The others get the best-matching sentences of their best chunk."""
     from dataclasses import replace
 
     from oaken.search import vector_side
 
-    bare = {h.id for h in hits if not h.snippet and h.why and h.why[0].retriever == "vector"}
-    if not bare:
+    alone = [h.id for h in hits if h.why and all(w.retriever == "vector" for w in h.why)]
+    if not alone:
         return hits
-    chunks = {m: c for m, c in best_chunks.items() if m in bare}
     try:
         with KeywordIndex(data_dir, cfg.index) as index:
+            held: dict[int, Ranked] = {}
+            if listed is not None:
+                try:
+                    held = retrievers.past_the_list(index, plan, alone, listed)
+                except QueryError:  # a MATCH FTS5 refused: the keyword side has warned of it
+                    pass
+            chunks = {m: c for m, c in best_chunks.items() if m in alone and m not in held}
             found = vector_side.snippets(index, chunks, [t.text for c in parsed.clauses for t in c])
     except IndexUnavailable:
         return hits
-    return tuple(replace(h, snippet=found.get(h.id, "")) if h.id in bare else h for h in hits)
+    out = []
+    for h in hits:
+        if h.id in held:
+            k = held[h.id]
+            h = replace(h, why=(*h.why, Why("keyword", 0, weight, 0.0, k.detail)), snippet=k.snippet,
+                        matched_chunks=(*h.matched_chunks, *k.chunks))
+        elif h.id in alone and not h.snippet:
+            h = replace(h, snippet=found.get(h.id, ""))
+        out.append(h)
+    return tuple(out)
 
 
 def _keyword_side(store: Store, data_dir: Path, cfg: Config, plan: matching.MatchPlan | None,

@@ -53,7 +53,8 @@ LOW_CONFIDENCE = ("low confidence: no message holds every word of the query, and
 
 
 def by_meaning_only(hit: Hit) -> bool:
-    """True when only the vector side found the hit (its words did not match the query's)."""
+    """True when only the vector side found the hit and it does not hold the query's words (one that
+    does, past the keyword list's depth, has a keyword `why` of rank 0)."""
     return bool(hit.why) and all(w.retriever == "vector" for w in hit.why)
 
 
@@ -72,8 +73,9 @@ def _row(hit: Hit, width: int, color: bool, explain: bool) -> list[str]:
         lines.append(" " * 10 + mark + (_snippet(hit.snippet, room, color) if hit.snippet else "").rstrip())
     if explain:
         for w in hit.why:
-            lines.append(" " * 10 + f"{_DIM if color else ''}{w.retriever} rank {w.rank}: "
-                         f"{w.weight:g} / (k + {w.rank}) = {w.contribution:.5f}  {w.detail}{_RESET if color else ''}")
+            said = (f"{w.retriever} rank {w.rank}: {w.weight:g} / (k + {w.rank}) = {w.contribution:.5f}" if w.rank
+                    else f"{w.retriever}, no rank:")  # rank 0: holds the words, past the list's depth
+            lines.append(" " * 10 + f"{_DIM if color else ''}{said}  {w.detail}{_RESET if color else ''}")
         if hit.matched_chunks:
             lines.append(" " * 10 + f"and {len(hit.matched_chunks)} more matching chunk(s)")
     return lines

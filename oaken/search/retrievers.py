@@ -90,8 +90,9 @@ def keyword(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
         asked = min(asked * 2, cfg.max_candidates)
     total = len(plan.clauses)
     spread: list[_Candidate] = []
-    if plan.spread and len(admitted) < want:
-        spread = _spread(index, store, plan, cons, want, cfg, {c.message for c in admitted})
+    # only once every one-chunk match is listed, so that the list is the same prefix at any depth
+    if plan.spread and len(admitted) < want and exhausted:
+        spread = _spread(index, store, plan, cons, want - len(admitted), cfg, {c.message for c in admitted})
     words = "word" if total == 1 else "words"
     ranked = tuple(
         Ranked(
@@ -109,23 +110,51 @@ def keyword(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
     return RetrieverResult("keyword", ranked, trace)
 
 
+def past_the_list(index: KeywordIndex, plan: MatchPlan, messages: Sequence[int], listed: int) -> dict[int, Ranked]:
+    """Those of `messages` (found by another retriever, past the `listed` the keyword list holds)
+    that match the query's words all the same, as the keyword side judges a match (every word of a
+    lookup, somewhere in the message; a question's share of its words). They have no keyword rank
+    (0): ranking them would mean ranking every match. Only the page's few messages are asked."""
+    if not messages:
+        return {}
+    hits = index.query_within(plan.spread or plan.expression, messages)
+    total = len(plan.clauses)
+    words = "word" if total == 1 else "words"
+    return {c.message: Ranked(
+        message=c.message, rank=0, score=c.best.score, snippet=c.best.snippet,
+        detail=(f"holds {len(c.held)} of {total} {words}; bm25 {c.best.score:.2f}; in "
+                f"{', '.join(c.best.columns) or '?'}; not ranked: past the {listed} messages the keyword side "
+                "lists, so it adds nothing to the score"),
+        strong=len(c.held) >= total, chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
+    ) for c in _collapse(hits, plan) if len(c.held) >= plan.required}
+
+
 def _spread(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraints, want: int, cfg: SearchConfig,
             have: set[int]) -> list[_Candidate]:
     """A lookup whose words are in different chunks of one message: chunks holding any of the words,
-    kept when their message holds every clause somewhere. Ranked after every one-chunk match."""
+    kept when their message holds every clause somewhere. Ranked after every one-chunk match;
+    `want` more are sought."""
     if not all(index.matches_anything(" OR ".join(map(quote, alts))) for alts in plan.alternatives):
         return []  # a word found nowhere: ranking the others' chunks would be wasted
-    asked = min(max(want * cfg.overfetch, 1), cfg.max_candidates)
-    hits = index.query(plan.spread, cons.index, asked)
-    candidates = [c for c in _collapse(hits, plan) if c.message not in have]
-    if not candidates:
-        return []
+    asked = min(max(want * cfg.overfetch, want, 1), cfg.max_candidates)
     texts = [t for alts in plan.alternatives for t in alts]
-    present = index.tokens_present([c.message for c in candidates], texts)
-    whole = [c for c in candidates
-             if all(any(t in present.get(c.message, ()) for t in alts) for alts in plan.alternatives)]
-    kept = set(cons.admit(index, store, [c.message for c in whole], phrases_checked=True))
     everything = frozenset(range(len(plan.alternatives)))
+    while True:  # widens like the one-chunk matches: a message is listed once one of its chunks is read
+        hits = index.query(plan.spread, cons.index, asked)
+        candidates = [c for c in _collapse(hits, plan) if c.message not in have]
+        present = index.tokens_present([c.message for c in candidates], texts) if candidates else {}
+        whole = [c for c in candidates
+                 if all(any(t in present.get(c.message, ()) for t in alts) for alts in plan.alternatives)]
+        kept = set(cons.admit(index, store, [c.message for c in whole], phrases_checked=True))
+        if len(kept) >= want or len(hits) < asked or asked >= cfg.max_candidates:
+            break
+        asked = min(asked * 2, cfg.max_candidates)
+    # by each message's best chunk read (hits come best first, ties by chunk id): unlike the graded
+    # order, the same prefix at any depth
+    first: dict[int, int] = {}
+    for i, h in enumerate(hits):
+        first.setdefault(h.message, i)
+    whole.sort(key=lambda c: first[c.message])
     return [_Candidate(c.message, c.best, everything, c.best_held, c.others) for c in whole if c.message in kept]
 
 
@@ -169,4 +198,4 @@ def _opening_lines(index: KeywordIndex, messages: Sequence[int]) -> dict[int, st
     return out
 
 
-__all__ = ["Ranked", "RetrieverResult", "keyword", "newest"]
+__all__ = ["Ranked", "RetrieverResult", "keyword", "newest", "past_the_list"]

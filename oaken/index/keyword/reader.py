@@ -86,7 +86,7 @@ class KeywordIndex:
             ranked = self._run(
                 f"SELECT fts.rowid, c.message, bm25(fts, {weights}) AS rank FROM fts "
                 f"JOIN chunks c ON c.id = fts.rowid JOIN messages m ON m.id = c.message "
-                f"WHERE {where} ORDER BY rank LIMIT ?",
+                f"WHERE {where} ORDER BY rank, fts.rowid LIMIT ?",
                 [expr, *params, limit],
             )
         if not ranked:
@@ -124,10 +124,10 @@ class KeywordIndex:
         where = " AND ".join(conds) or "1"
         rows = self._run(
             f"WITH top AS MATERIALIZED (SELECT rowid AS id, bm25(fts, {weights}) AS rank FROM fts "
-            f"WHERE fts MATCH ? ORDER BY rank LIMIT ?) "
+            f"WHERE fts MATCH ? ORDER BY rank, rowid LIMIT ?) "
             f"SELECT top.id, c.message, top.rank, (SELECT count(*) FROM top) FROM top "
             f"JOIN chunks c ON c.id = top.id JOIN messages m ON m.id = c.message "
-            f"WHERE {where} ORDER BY top.rank LIMIT ?",
+            f"WHERE {where} ORDER BY top.rank, top.id LIMIT ?",
             [expr, probe, *params, limit],
         )
         if len(rows) >= limit or (rows and rows[0][3] < probe):
@@ -187,6 +187,24 @@ class KeywordIndex:
             for (message,) in self._run(sql, [quote(token), ids]):
                 found.setdefault(message, set()).add(token)
         return {m: frozenset(t) for m, t in found.items()}
+
+    def query_within(self, match: str, messages: Iterable[int]) -> list[KeywordChunkHit]:
+        """The chunks of these few messages that match, best first: whether messages another
+        retriever found hold the query's words. Each message's chunks are looked up by rowid, so a
+        common word's whole doclist is not walked (filters are the caller's: none applied here)."""
+        weights = ", ".join(repr(float(w)) for w in self.weights)
+        rows = self._run(
+            f"SELECT fts.rowid, c.message, bm25(fts, {weights}) AS rank, snippet(fts, -1, ?, ?, ?, 24), "
+            f"oaken_match(fts) FROM json_each(?) j CROSS JOIN chunks c ON c.message = j.value "
+            f"CROSS JOIN fts ON fts.rowid = c.id WHERE fts MATCH ? ORDER BY rank, fts.rowid",
+            [SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, json.dumps(sorted(set(messages))), match.strip()],
+        )
+        hits = []
+        for chunk, message, rank, snippet, info in rows:
+            cols, _, phrases = info.partition(";")
+            hits.append(KeywordChunkHit(message=message, chunk=chunk, score=-rank, snippet=snippet,
+                                        columns=tuple(COLUMNS[i] for i in _ints(cols)), phrases=_ints(phrases)))
+        return hits
 
     def matches_anything(self, match: str) -> bool:
         """Whether any chunk at all matches (no ranking: the first row of the doclist answers)."""
