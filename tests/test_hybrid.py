@@ -112,6 +112,10 @@ def test_pages_join_up_and_the_top_does_not_depend_on_the_limit(embedded_mailbox
         assert pages == ranked, f"pages of {size}"
     assert ids(search(query, config=cfg, limit=5)) == ranked[:5]
     assert ids(search(query, config=cfg, limit=1)) == ranked[:1]
+    # the keyword list is read deep; the page's keyword hits still get their snippet and columns
+    for hit in long.hits:
+        if hit.why[0].retriever == "keyword":
+            assert "[[" in hit.snippet and "; in " in hit.why[0].detail, hit.id
 
 
 # ---- a hit holding the words is never marked as found by meaning alone -----------------------------

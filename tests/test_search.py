@@ -210,6 +210,8 @@ def test_offset_pages_and_date_order(cfg: Config) -> None:
     by_date = search("enron", limit=50, sort="date", config=cfg).hits
     assert [h.date for h in by_date] == sorted((h.date for h in by_date), reverse=True)
     assert {h.subject for h in by_date} == set(find(cfg, "enron", limit=50))
+    # date order reads every match; the page's hits still get their snippets and columns
+    assert all("[[" in h.snippet and "; in " in h.why[0].detail for h in by_date)
 
 
 # lookups, one whose words sit in different chunks of one message, questions (graded), a filter on candidates

@@ -16,7 +16,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import apsw
 
@@ -27,7 +27,7 @@ from oaken.errors import IndexUnavailable, QueryError, StoreError
 from oaken.index.keyword import KeywordIndex
 from oaken.search import filters, matching, retrievers
 from oaken.search import query as query_mod
-from oaken.search.fusion import FusedItem, rrf_fuse
+from oaken.search.fusion import Contribution, FusedItem, rrf_fuse
 from oaken.search.retrievers import Ranked, RetrieverResult
 from oaken.search.types import Explain, Hit, RetrieverTrace, SearchResponse, Why
 from oaken.store import MessageMeta, Store
@@ -222,7 +222,8 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
             kw, unavailable = None, False
             if plan is None or "keyword" in use:
                 t = time.perf_counter()
-                kw, unavailable = _keyword_side(store, data_dir, cfg, plan, cons, want, respond.warnings)
+                kw, unavailable = _keyword_side(store, data_dir, cfg, plan, cons, want, respond.warnings,
+                                                details=want <= offset + limit)
                 respond.timings["keyword"] = _ms(t)
             vec, best_cosine, best_chunks = _vector_list(job, respond)
             if vec is not None and "keyword" in use:  # retrievers=("vector",) alone: the raw list
@@ -238,7 +239,11 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
             fused = _fuse(lists, weights, cfg.search.rrf_k) if plan is not None else None
 
             t = time.perf_counter()
-            hits = _hits(store, lists, fused, sort=sort, offset=offset, limit=limit)
+            fill = None
+            if plan is not None and kw is not None and any(not r.described for r in kw.ranked):
+                def fill(ranked: Sequence[Ranked]) -> dict[int, Ranked]:
+                    return _described(data_dir, cfg, plan, cons, ranked)
+            hits = _hits(store, lists, fused, sort=sort, offset=offset, limit=limit, fill=fill)
             if vec is not None and plan is not None:
                 listed = len(kw.ranked) if kw is not None and "keyword" in use else None
                 hits = _meaning_hits(hits, best_chunks, data_dir, cfg, parsed, plan, listed, weights.get("keyword", 1.0))
@@ -359,19 +364,30 @@ def _meaning_hits(hits: tuple[Hit, ...], best_chunks: dict[int, int], data_dir: 
 
 
 def _keyword_side(store: Store, data_dir: Path, cfg: Config, plan: matching.MatchPlan | None,
-                  cons: filters.Constraints, want: int, warnings: list[str]) -> tuple[RetrieverResult | None, bool]:
+                  cons: filters.Constraints, want: int, warnings: list[str],
+                  details: bool) -> tuple[RetrieverResult | None, bool]:
     """(the keyword list, whether index.db is unavailable). A query with no words lists by date."""
     try:
         with KeywordIndex(data_dir, cfg.index) as index:
             if plan is None:
                 return retrievers.newest(index, store, cons, want), False
-            return retrievers.keyword(index, store, plan, cons, want, cfg.search), False
+            return retrievers.keyword(index, store, plan, cons, want, cfg.search, details=details), False
     except IndexUnavailable as e:
         warnings.append(str(e))
         return None, True
     except QueryError as e:  # a MATCH FTS5 refused: a bug here, reported rather than raised
         warnings.append(f"the keyword index refused the query: {e}")
         return RetrieverResult("keyword", (), RetrieverTrace("keyword", "error", plan.expression if plan else "")), False
+
+
+def _described(data_dir: Path, cfg: Config, plan: matching.MatchPlan, cons: filters.Constraints,
+               ranked: Sequence[Ranked]) -> dict[int, Ranked]:
+    """The page's keyword entries with the snippets and columns a list read deep left out."""
+    try:
+        with KeywordIndex(data_dir, cfg.index) as index:
+            return retrievers.describe(index, plan, cons, ranked)
+    except (IndexUnavailable, QueryError):  # the hits stay, without snippets
+        return {}
 
 
 def _weights(cfg: Config, parsed: query_mod.ParsedQuery, lists: Sequence[RetrieverResult]) -> dict[str, float]:
@@ -404,26 +420,31 @@ def _sender(meta: MessageMeta) -> str:
 
 
 def _hits(store: Store, lists: Sequence[RetrieverResult], fused: list[FusedItem] | None, *,
-          sort: str, offset: int, limit: int) -> tuple[Hit, ...]:
-    """The page of hits, described from raw.db (the truth: folders, labels, read state now)."""
+          sort: str, offset: int, limit: int,
+          fill: Callable[[Sequence[Ranked]], dict[int, Ranked]] | None = None) -> tuple[Hit, ...]:
+    """The page of hits, described from raw.db (the truth: folders, labels, read state now).
+    `fill` gives the page's keyword entries the snippets and columns a list read deep left out."""
     by_list = {lst.retriever: {r.message: r for r in lst.ranked} for lst in lists}
     if fused is None:  # a listing: newest first already
-        order: list[tuple[int, float, tuple[Why, ...]]] = [(r.message, 0.0, ()) for r in lists[0].ranked]
+        order: list[tuple[int, float, tuple[Contribution, ...]]] = [(r.message, 0.0, ()) for r in lists[0].ranked]
     else:
-        order = [(f.id, f.score, tuple(
-            Why(c.retriever, c.rank, c.weight, c.value, by_list[c.retriever][f.id].detail)
-            for c in f.contributions)) for f in fused]
+        order = [(f.id, f.score, f.contributions) for f in fused]
     metas = store.metas(m for m, _, _ in order) if sort == "date" else None
     if metas is not None:
         order.sort(key=lambda o: (o[0] not in metas, -(metas[o[0]].date if o[0] in metas else 0), o[0]))
     page = order[offset:offset + limit]
     if metas is None:
         metas = store.metas(m for m, _, _ in page)
+    if fill is not None and "keyword" in by_list:
+        keyword = by_list["keyword"]
+        keyword.update(fill([keyword[m] for m, _, _ in page if m in keyword]))
     hits = []
-    for message, score, why in page:
+    for message, score, contributions in page:
         meta = metas.get(message)
         if meta is None:  # deleted from raw.db after the index was written: never returned
             continue
+        why = tuple(Why(c.retriever, c.rank, c.weight, c.value, by_list[c.retriever][message].detail)
+                    for c in contributions)
         first: Ranked | None = next((by_list[w.retriever][message] for w in why), None) or \
             by_list[lists[0].retriever].get(message)
         chunks = tuple(c for w in why for c in by_list[w.retriever][message].chunks)

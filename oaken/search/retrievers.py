@@ -9,7 +9,7 @@ they leave too few the search widens: overfetch x limit chunks, doubling up to m
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from oaken.config import SearchConfig
@@ -35,6 +35,8 @@ class Ranked:
     detail: str  # why this rank, in words
     strong: bool  # holds every graded clause of the query (for low_confidence)
     chunks: tuple[MatchedChunk, ...] = ()  # its other chunks that matched
+    chunk: int = 0  # its best chunk (keyword side)
+    described: bool = True  # False: snippets and columns left for `describe` (a list read deep)
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,10 @@ class _Candidate:
     others: tuple[KeywordChunkHit, ...]
 
 
-def _collapse(hits: Sequence[KeywordChunkHit], plan: MatchPlan) -> list[_Candidate]:
-    """Chunks to messages: the best chunk (most clauses held, then bm25) stands for its message."""
+def _collapse(hits: Sequence[KeywordChunkHit], plan: MatchPlan, every: bool = False) -> list[_Candidate]:
+    """Chunks to messages: the best chunk (most clauses held, then bm25) stands for its message.
+    `every`: each chunk holds every clause (a lookup's AND, read without its phrases)."""
+    whole = frozenset(range(len(plan.clauses)))
     by_message: dict[int, list[KeywordChunkHit]] = {}
     for h in hits:
         by_message.setdefault(h.message, []).append(h)
@@ -65,23 +69,29 @@ def _collapse(hits: Sequence[KeywordChunkHit], plan: MatchPlan) -> list[_Candida
         for h in chunks:
             held |= plan.held(h.phrases)
         best = graded[0]
-        out.append(_Candidate(message, best, frozenset(held), len(plan.held(best.phrases)), tuple(graded[1:])))
+        if every:
+            held = set(whole)
+        out.append(_Candidate(message, best, frozenset(held), len(held) if every else len(plan.held(best.phrases)),
+                              tuple(graded[1:])))
     # graded matching: chunks holding every word rank above chunks holding some
     out.sort(key=lambda c: (c.best_held, c.best.score), reverse=True)
     return out
 
 
 def keyword(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraints, want: int,
-            cfg: SearchConfig) -> RetrieverResult:
-    """The best `want` messages for the query's words (fewer when fewer match)."""
+            cfg: SearchConfig, *, details: bool = True) -> RetrieverResult:
+    """The best `want` messages for the query's words (fewer when fewer match). Without `details`
+    (a list read far deeper than the page shown) a lookup's chunks are not looked up again for
+    snippets and columns: `describe` fills them for the page. A question's graded order needs them."""
     start = time.perf_counter()
+    lazy = not details and not plan.question
     cons = as_of(cons, store, index.seq())
     asked = min(max(want * cfg.overfetch, want, 1), max(cfg.max_candidates, want))
     rounds = 0
     while True:
         rounds += 1
-        hits = index.query(plan.expression, cons.index, asked)
-        candidates = [c for c in _collapse(hits, plan) if len(c.held) >= plan.required]
+        hits = index.query(plan.expression, cons.index, asked, details=not lazy)
+        candidates = [c for c in _collapse(hits, plan, every=lazy) if len(c.held) >= plan.required]
         kept = set(cons.admit(index, store, [c.message for c in candidates], phrases_checked=True))
         admitted = [c for c in candidates if c.message in kept]
         exhausted = len(hits) < asked
@@ -92,22 +102,40 @@ def keyword(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
     spread: list[_Candidate] = []
     # only once every one-chunk match is listed, so that the list is the same prefix at any depth
     if plan.spread and len(admitted) < want and exhausted:
-        spread = _spread(index, store, plan, cons, want - len(admitted), cfg, {c.message for c in admitted})
+        spread = _spread(index, store, plan, cons, want - len(admitted), cfg, {c.message for c in admitted},
+                         details=not lazy)
     words = "word" if total == 1 else "words"
     ranked = tuple(
         Ranked(
             message=c.message, rank=i, score=c.best.score, snippet=c.best.snippet,
             detail=(f"holds {len(c.held)} of {total} {words}" + (" in one chunk" if i <= len(admitted) else
                                                                    " across its chunks") +
-                    f"; bm25 {c.best.score:.2f}; in {', '.join(c.best.columns) or '?'}"),
+                    f"; bm25 {c.best.score:.2f}" + ("" if lazy else f"; in {', '.join(c.best.columns) or '?'}")),
             strong=len(c.held) >= total,
             chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
+            chunk=c.best.chunk, described=not lazy,
         )
         for i, c in enumerate([*admitted, *spread], start=1)
     )
     trace = RetrieverTrace("keyword", "ok", plan.expression, rounds, asked, len(ranked),
                            round((time.perf_counter() - start) * 1000, 2))
     return RetrieverResult("keyword", ranked, trace)
+
+
+def describe(index: KeywordIndex, plan: MatchPlan, cons: Constraints, ranked: Sequence[Ranked]) -> dict[int, Ranked]:
+    """The page's entries of a list read without details, with their snippets and columns."""
+    todo = [r for r in ranked if not r.described]
+    if not todo:
+        return {}
+    got = index.chunk_details(plan.spread or plan.expression, cons.index,
+                              [c for r in todo for c in (r.chunk, *(m.chunk for m in r.chunks))])
+    out = {}
+    for r in todo:
+        snippet, columns, _ = got.get(r.chunk, ("", (), ()))
+        out[r.message] = replace(r, snippet=snippet, detail=f"{r.detail}; in {', '.join(columns) or '?'}",
+                                 chunks=tuple(replace(m, snippet=got.get(m.chunk, ("",))[0]) for m in r.chunks),
+                                 described=True)
+    return out
 
 
 def past_the_list(index: KeywordIndex, plan: MatchPlan, messages: Sequence[int], listed: int) -> dict[int, Ranked]:
@@ -130,7 +158,7 @@ def past_the_list(index: KeywordIndex, plan: MatchPlan, messages: Sequence[int],
 
 
 def _spread(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraints, want: int, cfg: SearchConfig,
-            have: set[int]) -> list[_Candidate]:
+            have: set[int], details: bool = True) -> list[_Candidate]:
     """A lookup whose words are in different chunks of one message: chunks holding any of the words,
     kept when their message holds every clause somewhere. Ranked after every one-chunk match;
     `want` more are sought."""
@@ -140,7 +168,7 @@ def _spread(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
     texts = [t for alts in plan.alternatives for t in alts]
     everything = frozenset(range(len(plan.alternatives)))
     while True:  # widens like the one-chunk matches: a message is listed once one of its chunks is read
-        hits = index.query(plan.spread, cons.index, asked)
+        hits = index.query(plan.spread, cons.index, asked, details=details)
         candidates = [c for c in _collapse(hits, plan) if c.message not in have]
         present = index.tokens_present([c.message for c in candidates], texts) if candidates else {}
         whole = [c for c in candidates
@@ -198,4 +226,4 @@ def _opening_lines(index: KeywordIndex, messages: Sequence[int]) -> dict[int, st
     return out
 
 
-__all__ = ["Ranked", "RetrieverResult", "keyword", "newest", "past_the_list"]
+__all__ = ["Ranked", "RetrieverResult", "describe", "keyword", "newest", "past_the_list"]

@@ -70,15 +70,13 @@ class KeywordIndex:
                 apsw.CantOpenError, apsw.SchemaChangeError) as e:
             raise unavailable(self.path, classify(e), str(e)) from None
 
-    def query(self, match: str, filters: KeywordFilters = KeywordFilters(), limit: int = 50) -> list[KeywordChunkHit]:
-        """Best chunks for an FTS5 MATCH expression, within the filters, best first."""
+    def query(self, match: str, filters: KeywordFilters = KeywordFilters(), limit: int = 50, *,
+              details: bool = True) -> list[KeywordChunkHit]:
+        """Best chunks for an FTS5 MATCH expression, within the filters, best first. Without
+        `details` no snippet, columns or phrases (empty): the caller asks `chunk_details` for the
+        few it shows, since looking up hundreds of chunks again costs more than ranking them."""
         conds, params, subject = filter_sql(filters)
-        # FTS5 numbers phrases in order: the subject filter's come first, one per term, so the
-        # phrases of `match` are numbered from n_subject on (no need to parse `match` to count them)
-        n_subject = len(subject_terms(filters))
-        expr = " AND ".join(f"({p})" for p in (subject, match.strip()) if p)
-        if not expr:
-            raise QueryError("keyword query with no words: use KeywordIndex.newest for a query of filters only")
+        expr, n_subject = self._expression(match, filters)
         where = " AND ".join(["fts MATCH ?", *conds])
         weights = ", ".join(repr(float(w)) for w in self.weights)
         ranked = self._ranked_first(expr, conds, params, weights, limit)
@@ -91,22 +89,39 @@ class KeywordIndex:
             )
         if not ranked:
             return []
-        # snippets and matched columns only for the rows returned (a Python callback per row is dear)
-        extra = {r[0]: (r[1], r[2]) for r in self._run(
+        extra = self._details(expr, n_subject, [r[0] for r in ranked]) if details else {}
+        return [KeywordChunkHit(message, chunk, -rank, *extra.get(chunk, ("", (), ())))
+                for chunk, message, rank in ranked]
+
+    def chunk_details(self, match: str, filters: KeywordFilters, chunks: Iterable[int]
+                      ) -> dict[int, tuple[str, tuple[str, ...], tuple[int, ...]]]:
+        """(snippet, columns, phrases) of these chunks for the MATCH `query` took with these filters."""
+        expr, n_subject = self._expression(match, filters)
+        return self._details(expr, n_subject, chunks)
+
+    @staticmethod
+    def _expression(match: str, filters: KeywordFilters) -> tuple[str, int]:
+        # FTS5 numbers phrases in order: the subject filter's come first, one per term, so the
+        # phrases of `match` are numbered from n_subject on (no need to parse `match` to count them)
+        subject = filter_sql(filters)[2]
+        expr = " AND ".join(f"({p})" for p in (subject, match.strip()) if p)
+        if not expr:
+            raise QueryError("keyword query with no words: use KeywordIndex.newest for a query of filters only")
+        return expr, len(subject_terms(filters))
+
+    def _details(self, expr: str, n_subject: int, chunks: Iterable[int]
+                 ) -> dict[int, tuple[str, tuple[str, ...], tuple[int, ...]]]:
+        # snippets and matched columns only for the rows asked (a Python callback per row is dear)
+        out = {}
+        for chunk, snippet, info in self._run(
             f"SELECT rowid, snippet(fts, -1, ?, ?, ?, 24), oaken_match(fts) FROM fts "
             f"WHERE fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
-            [SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, expr, json.dumps([r[0] for r in ranked])],
-        )}
-        hits = []
-        for chunk, message, rank in ranked:
-            snippet, info = extra.get(chunk, ("", ";"))
+            [SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, expr, json.dumps(sorted(set(chunks)))],
+        ):
             cols, _, phrases = info.partition(";")
-            hits.append(KeywordChunkHit(
-                message=message, chunk=chunk, score=-rank, snippet=snippet,
-                columns=tuple(COLUMNS[i] for i in _ints(cols)),
-                phrases=tuple(p - n_subject for p in _ints(phrases) if p >= n_subject),
-            ))
-        return hits
+            out[chunk] = (snippet, tuple(COLUMNS[i] for i in _ints(cols)),
+                          tuple(p - n_subject for p in _ints(phrases) if p >= n_subject))
+        return out
 
     # Joining every matching chunk to its message costs more than ranking it (a word in every
     # chunk of 100k messages: ~45 ms to rank, ~120 ms ranked and joined), so the best chunks are
