@@ -11,6 +11,7 @@ on the keyword path imports torch, sentence-transformers or LanceDB.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -241,12 +242,12 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
             t = time.perf_counter()
             fill = None
             if plan is not None and kw is not None and any(not r.described for r in kw.ranked):
-                def fill(ranked: Sequence[Ranked]) -> dict[int, Ranked]:
-                    return _described(data_dir, cfg, plan, cons, ranked)
+                fill = functools.partial(_described, data_dir, cfg, plan, cons)
             hits = _hits(store, lists, fused, sort=sort, offset=offset, limit=limit, fill=fill)
             if vec is not None and plan is not None:
                 listed = len(kw.ranked) if kw is not None and "keyword" in use else None
-                hits = _meaning_hits(hits, best_chunks, data_dir, cfg, parsed, plan, listed, weights.get("keyword", 1.0))
+                hits = _meaning_hits(hits, best_chunks, data_dir, cfg, parsed, plan, listed,
+                                     weights.get("keyword", 1.0))
             respond.timings["fetch"] = _ms(t)
     except apsw.Error as e:  # raw.db, the source of truth, is damaged: a failure, not a degraded search
         raise StoreError(f"{raw_path}: cannot be read ({e}); restore it from a backup, or sync again into a "
