@@ -18,7 +18,9 @@ DEGRADED_REASONS = ("no_embedder", "no_vector_store", "no_vectors", "model_misma
 @dataclass(frozen=True)
 class Why:
     """One retriever that found a hit: its rank (from 1, after chunks are collapsed to messages)
-    and what that rank adds to the fused score, weight / (rrf_k + rank)."""
+    and what that rank adds to the fused score, weight / (rrf_k + rank). Rank 0 with contribution
+    0 is a keyword entry for a hit the vector side ranked that holds the query's words too, but past
+    the depth the keyword side listed: it is not found by meaning alone, and its score is as fused."""
 
     retriever: str  # "keyword" or "vector"
     rank: int
