@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import queue
 import threading
 import time
@@ -31,7 +30,7 @@ from oaken.index.embed_cache import embed_cached, open_cache
 from oaken.index.backends import REFERENCE
 from oaken.index.embedders import Embedder, backend_of, load_embedder
 from oaken.index.minilm import NAME as MINILM
-from oaken.index.vectors import ChunkVector, Fingerprint, MessageFields, VectorStore, vectors_path
+from oaken.index.vectors import ChunkVector, Fingerprint, MessageFields, VectorStore, vectors_path, write_json
 
 if TYPE_CHECKING:
     from oaken.index.keyword import KeywordIndex, StoredChunk
@@ -229,10 +228,7 @@ def _write_last_pass(data_dir: Path, config: Config, fp: Fingerprint, raw_seq: i
                      chunks: int) -> None:
     record = {"settings": _settings(config), "fingerprint": json.loads(fp.key()), "raw_seq": raw_seq,
               "index": list(index_state), "chunks": chunks}
-    path = vectors_path(data_dir) / LAST_PASS_FILE
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record))
-    os.replace(tmp, path)
+    write_json(vectors_path(data_dir) / LAST_PASS_FILE, record)
 
 
 def _forget_last_pass(data_dir: Path) -> None:
@@ -444,7 +440,4 @@ def _read_cursor(data_dir: Path) -> int:
 
 
 def _write_cursor(data_dir: Path, seq: int) -> None:
-    path = vectors_path(data_dir) / CURSOR_FILE
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"seq": seq}))
-    os.replace(tmp, path)
+    write_json(vectors_path(data_dir) / CURSOR_FILE, {"seq": seq})

@@ -143,6 +143,14 @@ def vectors_path(data_dir: Path) -> Path:
     return Path(paths.vectors_dir(data_dir))
 
 
+def write_json(path: Path, data: object) -> None:
+    """A small JSON file beside the vectors (state, cursor, last pass), replaced whole: a reader
+    never sees half of it, and two writers (threads or processes) never share a temporary file."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
 def _lit(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -405,9 +413,7 @@ class VectorStore:
         fp = self.fingerprint()
         state = {"fingerprint": json.loads(fp.key()) if fp else None, "rows": self.count(),
                  "written_at": time.time(), "backends": self.backends() if backends is None else backends}
-        tmp = self.path / f"{STATE_FILE}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, self.path / STATE_FILE)
+        write_json(self.path / STATE_FILE, state)
 
     # ---- maintenance ------------------------------------------------------------------------
 
