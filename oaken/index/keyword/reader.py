@@ -34,6 +34,18 @@ def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.split(",") if x)
 
 
+def _matched(info: str, n_subject: int = 0) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """oaken_match's 'columns;phrases' as (column names, phrases of the caller's MATCH): the
+    subject filter's `n_subject` phrases, numbered first, are left out."""
+    cols, _, phrases = info.partition(";")
+    return tuple(COLUMNS[i] for i in _ints(cols)), tuple(p - n_subject for p in _ints(phrases) if p >= n_subject)
+
+
+# a chunk's snippet around its matches, with the markers the table and --json show
+_SNIPPET = "snippet(fts, -1, ?, ?, ?, 24)"
+_SNIPPET_MARKS = (SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS)
+
+
 class KeywordIndex:
     """An open index.db for searching. Raises IndexUnavailable when it is missing, corrupt or locked."""
 
@@ -42,6 +54,7 @@ class KeywordIndex:
         c = index_config
         self.weights = (c.weight_subject, c.weight_sender, c.weight_recipients, c.weight_body, c.weight_quoted,
                         c.weight_attachments)
+        self._bm25 = f"bm25(fts, {', '.join(repr(float(w)) for w in self.weights)})"
         if not self.path.exists():
             raise unavailable(self.path, "missing", "no file")
         try:
@@ -76,13 +89,12 @@ class KeywordIndex:
         `details` no snippet, columns or phrases (empty): the caller asks `chunk_details` for the
         few it shows, since looking up hundreds of chunks again costs more than ranking them."""
         conds, params, subject = filter_sql(filters)
-        expr, n_subject = self._expression(match, filters)
+        expr, n_subject = self._expression(match, subject, filters)
         where = " AND ".join(["fts MATCH ?", *conds])
-        weights = ", ".join(repr(float(w)) for w in self.weights)
-        ranked = self._ranked_first(expr, conds, params, weights, limit)
+        ranked = self._ranked_first(expr, conds, params, limit)
         if ranked is None:
             ranked = self._run(
-                f"SELECT fts.rowid, c.message, bm25(fts, {weights}) AS rank FROM fts "
+                f"SELECT fts.rowid, c.message, {self._bm25} AS rank FROM fts "
                 f"JOIN chunks c ON c.id = fts.rowid JOIN messages m ON m.id = c.message "
                 f"WHERE {where} ORDER BY rank, fts.rowid LIMIT ?",
                 [expr, *params, limit],
@@ -96,14 +108,14 @@ class KeywordIndex:
     def chunk_details(self, match: str, filters: KeywordFilters, chunks: Iterable[int]
                       ) -> dict[int, tuple[str, tuple[str, ...], tuple[int, ...]]]:
         """(snippet, columns, phrases) of these chunks for the MATCH `query` took with these filters."""
-        expr, n_subject = self._expression(match, filters)
+        expr, n_subject = self._expression(match, filter_sql(filters)[2], filters)
         return self._details(expr, n_subject, chunks)
 
     @staticmethod
-    def _expression(match: str, filters: KeywordFilters) -> tuple[str, int]:
-        # FTS5 numbers phrases in order: the subject filter's come first, one per term, so the
-        # phrases of `match` are numbered from n_subject on (no need to parse `match` to count them)
-        subject = filter_sql(filters)[2]
+    def _expression(match: str, subject: str, filters: KeywordFilters) -> tuple[str, int]:
+        """`match` within the subject filter's MATCH (`subject`, from filter_sql), and how many
+        phrases that filter puts first: FTS5 numbers phrases in order, one per subject term, so the
+        phrases of `match` are numbered from there on (no need to parse `match` to count them)."""
         expr = " AND ".join(f"({p})" for p in (subject, match.strip()) if p)
         if not expr:
             raise QueryError("keyword query with no words: use KeywordIndex.newest for a query of filters only")
@@ -114,13 +126,11 @@ class KeywordIndex:
         # snippets and matched columns only for the rows asked (a Python callback per row is dear)
         out = {}
         for chunk, snippet, info in self._run(
-            f"SELECT rowid, snippet(fts, -1, ?, ?, ?, 24), oaken_match(fts) FROM fts "
+            f"SELECT rowid, {_SNIPPET}, oaken_match(fts) FROM fts "
             f"WHERE fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
-            [SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, expr, json.dumps(sorted(set(chunks)))],
+            [*_SNIPPET_MARKS, expr, json.dumps(sorted(set(chunks)))],
         ):
-            cols, _, phrases = info.partition(";")
-            out[chunk] = (snippet, tuple(COLUMNS[i] for i in _ints(cols)),
-                          tuple(p - n_subject for p in _ints(phrases) if p >= n_subject))
+            out[chunk] = (snippet, *_matched(info, n_subject))
         return out
 
     # Joining every matching chunk to its message costs more than ranking it (a word in every
@@ -130,15 +140,14 @@ class KeywordIndex:
     FEW_CANDIDATES = 200
     COMMON_ROWS = 5000
 
-    def _ranked_first(self, expr: str, conds: list[str], params: list[object], weights: str,
-                      limit: int) -> list[tuple] | None:
+    def _ranked_first(self, expr: str, conds: list[str], params: list[object], limit: int) -> list[tuple] | None:
         """The filtered best `limit` chunks, found among the best limit x RANK_FIRST unfiltered ones;
         None when too few of those pass the filters (the caller then filters every match). The
         answer is the same: if `limit` filtered chunks are among the best, no other can beat them."""
         probe = max(limit, 1) * self.RANK_FIRST
         where = " AND ".join(conds) or "1"
         rows = self._run(
-            f"WITH top AS MATERIALIZED (SELECT rowid AS id, bm25(fts, {weights}) AS rank FROM fts "
+            f"WITH top AS MATERIALIZED (SELECT rowid AS id, {self._bm25} AS rank FROM fts "
             f"WHERE fts MATCH ? ORDER BY rank, rowid LIMIT ?) "
             f"SELECT top.id, c.message, top.rank, (SELECT count(*) FROM top) FROM top "
             f"JOIN chunks c ON c.id = top.id JOIN messages m ON m.id = c.message "
@@ -207,19 +216,14 @@ class KeywordIndex:
         """The chunks of these few messages that match, best first: whether messages another
         retriever found hold the query's words. Each message's chunks are looked up by rowid, so a
         common word's whole doclist is not walked (filters are the caller's: none applied here)."""
-        weights = ", ".join(repr(float(w)) for w in self.weights)
         rows = self._run(
-            f"SELECT fts.rowid, c.message, bm25(fts, {weights}) AS rank, snippet(fts, -1, ?, ?, ?, 24), "
+            f"SELECT fts.rowid, c.message, {self._bm25} AS rank, {_SNIPPET}, "
             f"oaken_match(fts) FROM json_each(?) j CROSS JOIN chunks c ON c.message = j.value "
             f"CROSS JOIN fts ON fts.rowid = c.id WHERE fts MATCH ? ORDER BY rank, fts.rowid",
-            [SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, json.dumps(sorted(set(messages))), match.strip()],
+            [*_SNIPPET_MARKS, json.dumps(sorted(set(messages))), match.strip()],
         )
-        hits = []
-        for chunk, message, rank, snippet, info in rows:
-            cols, _, phrases = info.partition(";")
-            hits.append(KeywordChunkHit(message=message, chunk=chunk, score=-rank, snippet=snippet,
-                                        columns=tuple(COLUMNS[i] for i in _ints(cols)), phrases=_ints(phrases)))
-        return hits
+        return [KeywordChunkHit(message, chunk, -rank, snippet, *_matched(info))
+                for chunk, message, rank, snippet, info in rows]
 
     def matches_anything(self, match: str) -> bool:
         """Whether any chunk at all matches (no ranking: the first row of the doclist answers)."""
