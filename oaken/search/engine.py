@@ -30,6 +30,7 @@ from oaken.search import filters, matching, retrievers
 from oaken.search import query as query_mod
 from oaken.search.fusion import Contribution, FusedItem, rrf_fuse
 from oaken.search.retrievers import Ranked, RetrieverResult
+from oaken.search.render import by_meaning_only
 from oaken.search.types import Explain, Hit, RetrieverTrace, SearchResponse, Why
 from oaken.store import MessageMeta, Store
 
@@ -337,7 +338,7 @@ def _meaning_hits(hits: tuple[Hit, ...], best_chunks: dict[int, int], data_dir: 
 
     from oaken.search import vector_side
 
-    alone = [h.id for h in hits if h.why and all(w.retriever == "vector" for w in h.why)]
+    alone = [h.id for h in hits if by_meaning_only(h)]
     if not alone:
         return hits
     try:

@@ -54,7 +54,8 @@ LOW_CONFIDENCE = ("low confidence: no message holds every word of the query, and
 
 def by_meaning_only(hit: Hit) -> bool:
     """True when only the vector side found the hit and it does not hold the query's words (one that
-    does, past the keyword list's depth, has a keyword `why` of rank 0)."""
+    does, past the keyword list's depth, has a keyword `why` of rank 0). The engine asks the same
+    of a page's hits; it lives here, with the mark, because this module loads no dataclasses."""
     return bool(hit.why) and all(w.retriever == "vector" for w in hit.why)
 
 
