@@ -24,7 +24,7 @@ import apsw
 from oaken import config as config_mod
 from oaken import paths
 from oaken.config import Config
-from oaken.errors import IndexUnavailable, QueryError, StoreError
+from oaken.errors import IndexUnavailable, QueryError
 from oaken.index.keyword import KeywordIndex
 from oaken.search import filters, matching, retrievers
 from oaken.search import query as query_mod
@@ -32,7 +32,7 @@ from oaken.search.fusion import Contribution, FusedItem, rrf_fuse
 from oaken.search.retrievers import Ranked, RetrieverResult
 from oaken.search.render import by_meaning_only
 from oaken.search.types import Explain, Hit, RetrieverTrace, SearchResponse, Why
-from oaken.store import MessageMeta, Store
+from oaken.store import MessageMeta, Store, damaged
 
 SORTS = ("relevance", "date")
 MAX_LIMIT = 1000
@@ -251,8 +251,7 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
                                      weights.get("keyword", 1.0))
             respond.timings["fetch"] = _ms(t)
     except apsw.Error as e:  # raw.db, the source of truth, is damaged: a failure, not a degraded search
-        raise StoreError(f"{raw_path}: cannot be read ({e}); restore it from a backup, or sync again into a "
-                         "new data directory") from None
+        raise damaged(raw_path, e) from None
     return respond(hits, mode=mode, low_confidence=_low_confidence(cfg, plan, kw, vec, best_cosine),
                    traces=tuple(lst.trace for lst in lists), weights=weights)
 
