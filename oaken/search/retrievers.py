@@ -104,13 +104,11 @@ def keyword(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
     if plan.spread and len(admitted) < want and exhausted:
         spread = _spread(index, store, plan, cons, want - len(admitted), cfg, {c.message for c in admitted},
                          details=not lazy)
-    words = "word" if total == 1 else "words"
     ranked = tuple(
         Ranked(
             message=c.message, rank=i, score=c.best.score, snippet=c.best.snippet,
-            detail=(f"holds {len(c.held)} of {total} {words}" + (" in one chunk" if i <= len(admitted) else
-                                                                   " across its chunks") +
-                    f"; bm25 {c.best.score:.2f}" + ("" if lazy else f"; in {', '.join(c.best.columns) or '?'}")),
+            detail=(_holds(c, total) + (" in one chunk" if i <= len(admitted) else " across its chunks") +
+                    f"; bm25 {c.best.score:.2f}" + ("" if lazy else _columns(c.best.columns))),
             strong=len(c.held) >= total,
             chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
             chunk=c.best.chunk, described=not lazy,
@@ -132,7 +130,7 @@ def describe(index: KeywordIndex, plan: MatchPlan, cons: Constraints, ranked: Se
     out = {}
     for r in todo:
         snippet, columns, _ = got.get(r.chunk, ("", (), ()))
-        out[r.message] = replace(r, snippet=snippet, detail=f"{r.detail}; in {', '.join(columns) or '?'}",
+        out[r.message] = replace(r, snippet=snippet, detail=r.detail + _columns(columns),
                                  chunks=tuple(replace(m, snippet=got.get(m.chunk, ("",))[0]) for m in r.chunks),
                                  described=True)
     return out
@@ -147,14 +145,20 @@ def past_the_list(index: KeywordIndex, plan: MatchPlan, messages: Sequence[int],
         return {}
     hits = index.query_within(plan.spread or plan.expression, messages)
     total = len(plan.clauses)
-    words = "word" if total == 1 else "words"
     return {c.message: Ranked(
         message=c.message, rank=0, score=c.best.score, snippet=c.best.snippet,
-        detail=(f"holds {len(c.held)} of {total} {words}; bm25 {c.best.score:.2f}; in "
-                f"{', '.join(c.best.columns) or '?'}; not ranked: past the {listed} messages the keyword side "
-                "lists, so it adds nothing to the score"),
+        detail=(f"{_holds(c, total)}; bm25 {c.best.score:.2f}{_columns(c.best.columns)}; not ranked: past the "
+                f"{listed} messages the keyword side lists, so it adds nothing to the score"),
         strong=len(c.held) >= total, chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
     ) for c in _collapse(hits, plan) if len(c.held) >= plan.required}
+
+
+def _holds(c: _Candidate, total: int) -> str:
+    return f"holds {len(c.held)} of {total} {'word' if total == 1 else 'words'}"
+
+
+def _columns(columns: Sequence[str]) -> str:
+    return f"; in {', '.join(columns) or '?'}"
 
 
 def _spread(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraints, want: int, cfg: SearchConfig,
