@@ -44,6 +44,10 @@ ANN_MIN_ROWS = 10_000  # brute force below (exact; ~20 ms at 10k with prefilters
 RETENTION_SECONDS = 60.0  # a version outlives its successor by this long: longer than any search
 MAINTAIN_EVERY = 20  # writes between compactions
 ANN_EF = 300  # HNSW search beam (ignored by brute force)
+# Candidates fetched from the ANN index per chunk asked for, then re-scored exactly from the stored
+# vectors (see VectorStore.search): the index ranks by quantized vectors, so its order near the
+# cut is loose.
+ANN_REFINE = 2
 # HNSW build beam. LanceDB's default, 300, built Enron's 22,130 real chunk vectors in 3.4-3.8 s;
 # 100 in 1.4 s and 64 in 1.05 s, with recall@10 0.976, 0.975 and 0.973 (200 near-duplicate
 # queries, exact top-10 by score; query p50 2.6 ms for all three): the default's cost was most
@@ -467,21 +471,42 @@ class VectorStore:
 
     def search(self, query_vector: np.ndarray, filters: VectorFilters = VectorFilters(),
                limit: int = 50) -> list[VectorChunkHit]:
-        """Nearest chunks by cosine among those the filters allow (prefiltered), best first."""
-        q = np.asarray(query_vector, dtype=np.float32)
+        """Nearest chunks by cosine among those the filters allow (prefiltered), best first.
+
+        Every score is the true cosine of the query and the stored float32 vector, whatever path
+        LanceDB took: the ANN index reports another distance scale (about 2(1 - cos), the squared
+        L2 of unit vectors) and ranks by scalar-quantized vectors, so its candidates, REFINE times
+        as many as asked for, are re-scored exactly here and the best `limit` kept. Brute force
+        and a bypassed index are re-scored the same way, so one threshold holds on every path."""
+        q = np.asarray(query_vector, dtype=np.float32).ravel()
+        norm = float(np.linalg.norm(q))
+        if norm == 0.0 or not np.isfinite(norm):
+            return []
+        q = q / norm
+        limit = max(1, int(limit))
         query = self.table().search(q, vector_column_name="vector").distance_type("cosine")
         where = where_sql(filters)
         if where:
             query = query.where(where, prefilter=True)
+        fetch = limit
         if filters.selective:
             query = query.bypass_vector_index()
         else:
-            # HNSW's default beam is about the limit: recall@10 0.40 at 30k clustered vectors;
-            # a beam of 300 gives 0.94 for +0.5 ms (measured, scripts/bench_embed.py)
-            query = query.ef(max(ANN_EF, 2 * limit))
-        t = query.select(["chunk_id", "message", "_distance"]).limit(limit).to_arrow()
-        return [VectorChunkHit(c, m, 1.0 - float(d)) for c, m, d in zip(
-            t.column("chunk_id").to_pylist(), t.column("message").to_pylist(), t.column("_distance").to_pylist())]
+            fetch = limit * ANN_REFINE
+            query = query.ef(max(ANN_EF, 2 * fetch))
+        t = query.select(["chunk_id", "message", "vector"]).limit(fetch).to_arrow()
+        if t.num_rows == 0:
+            return []
+        matrix = t.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        matrix = matrix.reshape(t.num_rows, -1).astype(np.float32, copy=False)
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0.0] = 1.0
+        cosines = (matrix @ q) / norms
+        chunk_ids = t.column("chunk_id").to_numpy()
+        # best first; equal cosines by chunk id, so pages and repeated searches agree
+        order = np.lexsort((chunk_ids, -cosines))[:limit]
+        messages = t.column("message").to_numpy()
+        return [VectorChunkHit(int(chunk_ids[i]), int(messages[i]), float(cosines[i])) for i in order]
 
 
 def open_for_search(data_dir: Path, expected: Fingerprint) -> VectorStore:
