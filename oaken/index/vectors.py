@@ -48,6 +48,12 @@ ANN_EF = 300  # HNSW search beam (ignored by brute force)
 # vectors (see VectorStore.search): the index ranks by quantized vectors, so its order near the
 # cut is loose.
 ANN_REFINE = 2
+ANN_NPROBES: int | None = None  # IVF partitions a query visits (None: LanceDB's default)
+
+
+def ann_partitions(rows: int) -> int | None:
+    """IVF partitions for an index over `rows` vectors (None: LanceDB's default, sqrt(rows))."""
+    return None
 # HNSW build beam. LanceDB's default, 300, built Enron's 22,130 real chunk vectors in 3.4-3.8 s;
 # 100 in 1.4 s and 64 in 1.05 s, with recall@10 0.976, 0.975 and 0.973 (200 near-duplicate
 # queries, exact top-10 by score; query p50 2.6 ms for all three): the default's cost was most
@@ -429,7 +435,8 @@ class VectorStore:
         if index and not out["indexed"] and self.count() >= self.ann_min_rows:
             from lancedb.index import IvfHnswSq
 
-            table.create_index("vector", config=IvfHnswSq(distance_type="cosine", ef_construction=ANN_EF_CONSTRUCTION))
+            table.create_index("vector", config=IvfHnswSq(distance_type="cosine", ef_construction=ANN_EF_CONSTRUCTION,
+                                                          num_partitions=ann_partitions(self.count())))
             out["indexed"] = True
         table.optimize()  # compaction and index update; its own cleanup keeps a week of versions
         older = self._safe_older_than()
@@ -494,6 +501,8 @@ class VectorStore:
         else:
             fetch = limit * ANN_REFINE
             query = query.ef(max(ANN_EF, 2 * fetch))
+            if ANN_NPROBES is not None:
+                query = query.nprobes(ANN_NPROBES)
         t = query.select(["chunk_id", "message", "vector"]).limit(fetch).to_arrow()
         if t.num_rows == 0:
             return []
