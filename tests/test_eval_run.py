@@ -105,3 +105,34 @@ def test_imap_path_scores_the_same_as_the_maildir_path(run200: harness.EvalRun, 
     over_imap = harness.synthetic(messages=200, seed=2, imap=True, workdir=tmp_path)
     assert over_imap.meta["source"] == "imap" and over_imap.meta["indexed"] == 200
     assert over_imap.scores == run200.scores
+
+
+def test_eval_crossing_the_ann_threshold_scores_as_the_exact_path(run200: harness.EvalRun, tmp_path: Path) -> None:
+    """The synthetic mailbox among 299 real Enron messages, with vector_ann_min_rows lowered (in
+    the test only) so the store builds its ANN index, as a user's mailbox past the threshold does:
+    the result says which path answered, and scores as the exact path on the same mail."""
+    kw = {"messages": 200, "seed": 2, "distractors": [DATA / "enron"]}
+    ann = harness.synthetic(workdir=tmp_path / "ann", index={"vector_ann_min_rows": 500}, **kw)
+    exact = harness.synthetic(workdir=tmp_path / "exact", **kw)
+    assert ann.meta["distractor_messages"] == 299
+    assert ann.meta["vectors"]["path"] == "ann" and ann.meta["vectors"]["rows"] >= 500
+    assert exact.meta["vectors"]["path"] == "exact"
+    assert ann.scores == exact.scores
+    for kind in (*ANSWERABLE, "overall"):
+        hybrid = find(ann.scores, "hybrid", kind)
+        for single in ("keyword", "vector"):
+            assert hybrid.recall_at_10 >= find(ann.scores, single, kind).recall_at_10, (kind, single)
+
+
+def test_split_is_fixed_and_stratified() -> None:
+    from oaken.evals.questions import load_jsonl, split
+
+    qs = load_jsonl(DATA / "enron-questions.jsonl")
+    dev, test = split(qs)
+    assert sorted(q.id for q in dev + test) == sorted(q.id for q in qs)
+    assert not {q.id for q in dev} & {q.id for q in test}
+    for kind in {q.kind for q in qs}:
+        n = sum(q.kind == kind for q in qs)
+        assert sum(q.kind == kind for q in test) == n // 2
+    dev2, test2 = split(list(reversed(qs)))  # the seed decides, not the file's order
+    assert {q.id for q in dev2} == {q.id for q in dev} and {q.id for q in test2} == {q.id for q in test}

@@ -1,7 +1,8 @@
 """`python -m oaken.evals retrieval|calibrate`: score keyword, vector and hybrid retrieval.
 
     python -m oaken.evals retrieval [--messages N] [--seed S] [--live [--backend B]] [--imap] [--out DIR]
-    python -m oaken.evals retrieval --corpus DIR --questions FILE.jsonl [--live [--backend B]] [--out DIR]
+    python -m oaken.evals retrieval --corpus DIR [--corpus DIR...] --questions FILE.jsonl [...] [--split dev|test|all]
+    python -m oaken.evals retrieval --real [--corpora DIR] [--split dev|test|all] [--live]
     python -m oaken.evals calibrate [--messages N] [--tune-seed S] [--report-seed S] [--live]
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from dataclasses import asdict
@@ -31,10 +33,24 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--backend", default="auto", help="with --live: the [embedder] backend (default auto: the one "
                                                      "Oaken picks here; torch for fp32); named in the result files")
     r.add_argument("--imap", action="store_true", help="serve the mailbox from a private Dovecot and sync it")
-    r.add_argument("--corpus", type=Path, help="a folder of real mail (Maildir, mbox or .eml files)")
-    r.add_argument("--questions", type=Path, help="the corpus's question file (jsonl)")
+    r.add_argument("--distractors", type=Path, action="append", default=[],
+                   help="with the synthetic mailbox: a folder of real mail imported beside it (repeatable)")
+    r.add_argument("--corpus", type=Path, action="append", default=[],
+                   help="a folder of real mail (Maildir, mbox or .eml files); repeated: one mailbox of all")
+    r.add_argument("--questions", type=Path, action="append", default=[],
+                   help="a question file (jsonl) over the corpus; repeatable")
+    r.add_argument("--real", action="store_true",
+                   help=f"the real-mail question set ({', '.join(REAL_CORPORA)} from --corpora, "
+                        "evals/questions/*.jsonl): one mailbox of all, the default config")
+    r.add_argument("--corpora", type=Path, default=None,
+                   help="with --real: the folder holding the corpora (default ../shared/corpora beside the repo, "
+                        "or $OAKEN_CORPORA)")
+    r.add_argument("--split", choices=("all", "dev", "test"), default="all",
+                   help="with a question file: ask one half (dev tunes, test reports; a fixed seed) or all")
     r.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where results go (default evals/results)")
     r.add_argument("--keep", type=Path, help="build the data here and keep it (default: a temp folder)")
+    q = sub.add_parser("questions", help="check the real-mail question set: paraphrase overlap, the dev/test split")
+    q.add_argument("--corpora", type=Path, default=None, help="the folder holding the corpora (as with --real)")
     c = sub.add_parser("calibrate", help="tune low_confidence on one seed, report it on another")
     c.add_argument("--messages", type=int, default=1000)
     c.add_argument("--tune-seed", type=int, default=1)
@@ -44,17 +60,59 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+REAL_CORPORA = ("enron-lay-skilling", "notmuch-lkml", "notmuch-default")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def real_set(corpora: Path | None) -> tuple[list[Path], list[Path]]:
+    """The real corpora and the question files written over them (kept in the repo's evals/)."""
+    root = corpora or Path(os.environ.get("OAKEN_CORPORA") or REPO.parent / "shared" / "corpora")
+    dirs = [root / name for name in REAL_CORPORA]
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        raise EvalError(f"--real needs the real corpora; not found: {', '.join(missing)} "
+                        "(give --corpora DIR or set OAKEN_CORPORA)")
+    files = sorted((REPO / "evals" / "questions").glob("*.jsonl"))
+    if not files:
+        raise EvalError(f"{REPO / 'evals' / 'questions'}: holds no question file (*.jsonl)")
+    return dirs, files
+
+
 def _retrieval(args: argparse.Namespace) -> int:
-    if (args.corpus is None) != (args.questions is None):
-        raise EvalError("--corpus and --questions go together: a folder of mail and its question file")
-    if args.corpus is not None:
-        run = harness.corpus(args.corpus, args.questions, live=args.live, workdir=args.keep, backend=args.backend)
+    if args.real:
+        if args.corpus or args.questions:
+            raise EvalError("--real names its corpora and questions itself; leave out --corpus and --questions")
+        args.corpus, args.questions = real_set(args.corpora)
+    if bool(args.corpus) != bool(args.questions):
+        raise EvalError("--corpus and --questions go together: folders of mail and their question files")
+    if args.corpus:
+        run = harness.corpus(args.corpus, args.questions, live=args.live, workdir=args.keep, backend=args.backend,
+                             split=args.split, name="real" if args.real else None)
     else:
+        if args.split != "all":
+            raise EvalError("--split halves a question file; the synthetic mailbox has its own seeds")
         run = harness.synthetic(messages=args.messages, seed=args.seed, live=args.live, imap=args.imap,
-                                workdir=args.keep, backend=args.backend)
+                                workdir=args.keep, backend=args.backend, distractors=args.distractors)
+    print(retrieval.answered_by(run.meta) + "\n")
     print(retrieval.table(run.scores))
     paths = retrieval.write(run.scores, run.rankings, args.out, run.name, run.meta)
     print(f"\nwritten: {paths[0]} {paths[1]}", file=sys.stderr)
+    return 0
+
+
+def _questions(args: argparse.Namespace) -> int:
+    from oaken.evals import overlap
+    from oaken.evals.questions import load_jsonl
+
+    dirs, files = real_set(args.corpora)
+    qs = [q for f in files for q in load_jsonl(f)]
+    found = overlap.check(qs, dirs)
+    print(overlap.report(qs, found))
+    over = [o for o in found if len(o.shared) > overlap.MAX_SHARED]
+    if over:
+        print(f"{len(over)} paraphrases share more than {overlap.MAX_SHARED} content word with their mail",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -81,6 +139,8 @@ def _calibrate(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "questions":
+            return _questions(args)
         return _retrieval(args) if args.command == "retrieval" else _calibrate(args)
     except (EvalError, OakenError, ValueError) as e:
         print(f"oaken.evals: {e}", file=sys.stderr)

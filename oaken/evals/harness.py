@@ -29,46 +29,80 @@ class EvalRun:
     meta: dict
 
 
-def make_config(data_dir: Path, *, live: bool, search: dict | None = None, backend: str = "auto") -> dict:
-    """`backend`: the live model's [embedder] backend ("auto": the one Oaken picks here)."""
+def make_config(data_dir: Path, *, live: bool, search: dict | None = None, backend: str = "auto",
+                index: dict | None = None) -> dict:
+    """The default config but for the data dir and the model. `backend`: the live model's
+    [embedder] backend ("auto": the one Oaken picks here). `index`: tests lower
+    vector_ann_min_rows here to reach the ANN path on small mail; a reported run leaves it."""
     return {"paths": {"data_dir": str(data_dir)},
             "embedder": {"model": LIVE_MODEL, "backend": backend} if live else {"model": OFFLINE_MODEL},
-            **({"search": search} if search else {})}
+            **({"search": search} if search else {}), **({"index": index} if index else {})}
+
+
+def vector_path(config: Config) -> dict:
+    """Which path the vector side's answers took: "ann" once the store holds
+    vector_ann_min_rows and its index is built (as a user's mailbox of that size would),
+    "exact" below. Every result file says it: a figure from the exact path alone is not a
+    figure for a real mailbox."""
+    from oaken.index.vectors import VectorStore
+
+    if config.embedder.model == "none":
+        return {"path": "none"}
+    store = VectorStore(config.data_dir)
+    rows, indexed = store.count(), store.has_index()
+    return {"path": "ann" if indexed else "exact", "rows": rows,
+            "ann_min_rows": config.index.vector_ann_min_rows}
 
 
 def prepare_synthetic(workdir: Path, *, messages: int, seed: int, live: bool = False,
-                      imap: bool = False, backend: str = "auto") -> tuple[Config, list[Question], dict]:
-    """Generate, ingest and index a synthetic mailbox; its questions."""
+                      imap: bool = False, backend: str = "auto", distractors: Sequence[Path] = (),
+                      index: dict | None = None) -> tuple[Config, list[Question], dict]:
+    """Generate, ingest and index a synthetic mailbox; its questions. `distractors`: folders of
+    real mail imported into the same account, so the planted facts sit among real messages."""
     t = time.perf_counter()
     box = mailbox.generate(messages, seed)
-    cfg_dict = make_config(workdir / "data", live=live, backend=backend)
+    cfg_dict = make_config(workdir / "data", live=live, backend=backend, index=index)
     if imap:
         config = ingest.from_imap(box, cfg_dict, workdir)
     else:
         config = config_mod.from_dict(cfg_dict, source="eval")
         ingest.from_maildir(box, config, workdir)
+    real = ingest.from_corpus(distractors, config) if distractors else 0
     t_raw = time.perf_counter() - t
     t = time.perf_counter()
     done = ingest.build_indexes(config)
     meta = {"source": "imap" if imap else "maildir", "messages": messages, "seed": seed,
+            "distractors": [str(d) for d in distractors], "distractor_messages": real,
             "model": config.embedder.model, "backend": _backend(config), "indexed": done.indexed,
-            "vector_coverage": done.vector_coverage, "seconds_store": round(t_raw, 1), "seconds_index": round(time.perf_counter() - t, 1)}
+            "vector_coverage": done.vector_coverage, "vectors": vector_path(config),
+            "seconds_store": round(t_raw, 1), "seconds_index": round(time.perf_counter() - t, 1)}
     return config, questions.build(box), meta
 
 
-def prepare_corpus(workdir: Path, corpus: Path, question_file: Path, *,
-                   live: bool = False, backend: str = "auto") -> tuple[Config, list[Question], dict]:
-    """Import a folder of real mail and read its question file."""
-    qs = questions.load_jsonl(question_file)
-    config = config_mod.from_dict(make_config(workdir / "data", live=live, backend=backend), source="eval")
+def prepare_corpus(workdir: Path, corpora: Sequence[Path], question_files: Sequence[Path], *,
+                   live: bool = False, backend: str = "auto",
+                   index: dict | None = None) -> tuple[Config, list[Question], dict]:
+    """Import folders of real mail into one account (one mailbox, as a user holding all of
+    them would have) and read their question files."""
+    by_file = {Path(f): questions.load_jsonl(f) for f in question_files}
+    seen: dict[str, Path] = {}
+    for f, fqs in by_file.items():
+        for q in fqs:
+            if q.id in seen:
+                raise EvalError(f"{f}: question id {q.id!r} is also in {seen[q.id]}; ids must be unique")
+            seen[q.id] = f
+    qs = [q for fqs in by_file.values() for q in fqs]
+    config = config_mod.from_dict(make_config(workdir / "data", live=live, backend=backend, index=index),
+                                  source="eval")
     t = time.perf_counter()
-    ingest.from_corpus(corpus, config)
+    messages = ingest.from_corpus(corpora, config)
     done = ingest.build_indexes(config)
-    _check_relevant(config, qs, question_file)
-    return config, qs, {"source": str(corpus), "questions_file": str(question_file),
-                        "model": config.embedder.model, "backend": _backend(config), "indexed": done.indexed,
-                        "vector_coverage": done.vector_coverage,
-                        "seconds_index": round(time.perf_counter() - t, 1)}
+    for f, fqs in by_file.items():
+        _check_relevant(config, fqs, f)
+    return config, qs, {"source": [str(c) for c in corpora], "questions_file": [str(f) for f in question_files],
+                        "messages": messages, "model": config.embedder.model, "backend": _backend(config),
+                        "indexed": done.indexed, "vector_coverage": done.vector_coverage,
+                        "vectors": vector_path(config), "seconds_index": round(time.perf_counter() - t, 1)}
 
 
 def _backend(config: Config) -> str | None:
@@ -107,20 +141,39 @@ def score_run(name: str, config: Config, qs: Sequence[Question], meta: dict,
 
 
 def synthetic(*, messages: int = 1000, seed: int = 0, live: bool = False, imap: bool = False,
-              workdir: Path | None = None, backend: str = "auto") -> EvalRun:
+              workdir: Path | None = None, backend: str = "auto", distractors: Sequence[Path] = (),
+              index: dict | None = None) -> EvalRun:
     with tempfile.TemporaryDirectory(prefix="oaken-eval-") as tmp:
         wd = workdir or Path(tmp)
         config, qs, meta = prepare_synthetic(wd, messages=messages, seed=seed, live=live, imap=imap,
-                                             backend=backend)
+                                             backend=backend, distractors=distractors, index=index)
         return score_run(_name("synthetic", live, backend), config, qs, meta)
 
 
-def corpus(corpus_dir: Path, question_file: Path, *, live: bool = False, workdir: Path | None = None,
-           backend: str = "auto") -> EvalRun:
+def corpus(corpora: Path | Sequence[Path], question_files: Path | Sequence[Path], *, live: bool = False,
+           workdir: Path | None = None, backend: str = "auto", name: str | None = None,
+           split: str = "all", index: dict | None = None) -> EvalRun:
+    """`split`: "all", or "dev" / "test" (questions.split) to ask only that half."""
+    dirs = [Path(corpora)] if isinstance(corpora, (str, Path)) else [Path(c) for c in corpora]
+    files = [Path(question_files)] if isinstance(question_files, (str, Path)) else [Path(f) for f in question_files]
     with tempfile.TemporaryDirectory(prefix="oaken-eval-") as tmp:
         wd = workdir or Path(tmp)
-        config, qs, meta = prepare_corpus(wd, corpus_dir, question_file, live=live, backend=backend)
-        return score_run(_name(Path(corpus_dir).name, live, backend), config, qs, meta)
+        config, qs, meta = prepare_corpus(wd, dirs, files, live=live, backend=backend, index=index)
+        qs = choose(qs, split)
+        stem = _name(name or "-".join(d.name for d in dirs), live, backend)
+        return score_run(stem + ("" if split == "all" else f"-{split}"), config, qs, {**meta, "split": split})
+
+
+def choose(qs: Sequence[Question], split: str) -> list[Question]:
+    """The questions of one half (dev tunes, test reports), or all of them."""
+    if split == "all":
+        return list(qs)
+    dev, test = questions.split(qs)
+    if split == "dev":
+        return dev
+    if split == "test":
+        return test
+    raise EvalError(f"--split {split!r}: expected all, dev or test")
 
 
 __all__ = ["EvalRun", "EvalError", "synthetic", "corpus", "prepare_synthetic", "prepare_corpus", "score_run"]

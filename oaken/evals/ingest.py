@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from oaken import api
 from oaken.config import Config
@@ -96,10 +97,16 @@ def from_imap(box: Mailbox, config_dict: dict, workdir: Path) -> Config:
         server.stop(remove=True)
 
 
-def from_corpus(corpus: Path, config: Config) -> None:
-    report = api.import_mail([corpus], account=ACCOUNT, config=config)
-    if report.added == 0:
-        raise EvalError(f"{corpus}: no message could be imported ({report.seen} seen): {report.skipped[:3]}")
+def from_corpus(corpora: Path | Sequence[Path], config: Config) -> int:
+    """Import folders of real mail into the eval's account; the messages added."""
+    dirs = [corpora] if isinstance(corpora, (str, Path)) else list(corpora)
+    added = 0
+    for corpus in dirs:
+        report = api.import_mail([corpus], account=ACCOUNT, config=config)
+        if report.added == 0:
+            raise EvalError(f"{corpus}: no message could be imported ({report.seen} seen): {report.skipped[:3]}")
+        added += report.added
+    return added
 
 
 def build_indexes(config: Config) -> Ingested:

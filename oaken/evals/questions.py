@@ -15,6 +15,7 @@ import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Sequence
 
 from oaken.evals.mailbox import Mailbox, Plant
 from oaken.index.concept import concepts_of, content_stems
@@ -105,6 +106,31 @@ def _near(a: str, b: str) -> bool:
     """Same word for a stemmer of any strength (porter folds more than ours)."""
     n = min(len(a), len(b), 5)
     return a == b or (n >= 4 and a[:n] == b[:n])
+
+
+def shared_words(text: str, question: str) -> list[str]:
+    """The content words a real-mail paraphrase shares with a message it targets (subject and
+    body): the issue allows at most one. Words count as shared when a stemmer of any strength
+    would fold them together (see _near)."""
+    mail = content_stems(text)
+    return sorted({w for w in content_stems(question) if any(_near(w, m) for m in mail)})
+
+
+SPLIT_SEED = 13  # fixed once: the dev/test halves must not move between runs
+
+
+def split(questions: Sequence[Question], seed: int = SPLIT_SEED) -> tuple[list[Question], list[Question]]:
+    """Dev and test halves, stratified by kind, decided by the seed alone (not by file order):
+    thresholds and levers are tuned on dev, figures are reported on test."""
+    dev: list[Question] = []
+    test: list[Question] = []
+    for kind in dict.fromkeys(q.kind for q in questions):
+        group = sorted((q for q in questions if q.kind == kind), key=lambda q: q.id)
+        random.Random(f"{seed}:{kind}").shuffle(group)
+        half = (len(group) + 1) // 2
+        dev.extend(group[:half])
+        test.extend(group[half:])
+    return dev, test
 
 
 def save_jsonl(questions: list[Question], path: Path) -> None:

@@ -131,6 +131,18 @@ def table(scores: Sequence[Score]) -> str:
     return "\n".join(lines)
 
 
+def answered_by(meta: dict) -> str:
+    """One line saying which path the vector side took (a figure from the exact path alone says
+    nothing of a mailbox past vector_ann_min_rows)."""
+    v = meta.get("vectors") or {}
+    if v.get("path") == "ann":
+        return f"Vector side answered by the ANN index ({v['rows']:,} vectors, past vector_ann_min_rows {v['ann_min_rows']:,})."
+    if v.get("path") == "exact":
+        return (f"Vector side answered by exact search ({v['rows']:,} vectors, under vector_ann_min_rows "
+                f"{v['ann_min_rows']:,}): a smaller mailbox than the ANN index serves.")
+    return "Vector side: none."
+
+
 def write(scores: Sequence[Score], rankings: Sequence[Ranking], out_dir: Path, name: str,
           meta: dict) -> tuple[Path, Path]:
     """evals/results/<name>.json (scores, settings and every ranking) and <name>.md (the table)."""
@@ -145,7 +157,8 @@ def write(scores: Sequence[Score], rankings: Sequence[Ranking], out_dir: Path, n
     }
     json_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     settings = ", ".join(f"{k}={v}" for k, v in meta.items() if not isinstance(v, (dict, list)))
-    md_path.write_text(f"# Retrieval eval: {name}\n\n{settings}\n\n{table(scores)}\n", encoding="utf-8")
+    md_path.write_text(f"# Retrieval eval: {name}\n\n{settings}\n\n{answered_by(meta)}\n\n{table(scores)}\n",
+                       encoding="utf-8")
     return json_path, md_path
 
 

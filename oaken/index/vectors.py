@@ -503,7 +503,7 @@ class VectorStore:
             query = query.ef(max(ANN_EF, 2 * fetch))
             if ANN_NPROBES is not None:
                 query = query.nprobes(ANN_NPROBES)
-        t = query.select(["chunk_id", "message", "vector"]).limit(fetch).to_arrow()
+        t = query.select(["chunk_id", "message", "vector", "_distance"]).limit(fetch).to_arrow()
         if t.num_rows == 0:
             return []
         matrix = t.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
