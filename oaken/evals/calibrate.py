@@ -81,3 +81,63 @@ def report(questions: Sequence[Question], config: Config, threshold: float) -> C
     return Calibration(config.embedder.model, threshold,
                        round(sum(un) / len(un), 4) if un else 0.0, round(sum(an) / len(an), 4) if an else 0.0,
                        len(results))
+
+
+# ---- the meaning floor ([search] vector_min_cosine) -----------------------------------------------
+
+FLOOR_GRID = tuple(round(0.10 + 0.02 * i, 2) for i in range(21))  # 0.10 .. 0.50
+
+
+@dataclass(frozen=True)
+class Floor:
+    model: str
+    floor: float
+    answer_lost: float  # share of paraphrase questions whose only right answers in the top 10 the floor removes
+    unanswerable_hits: float  # hits returned on average for unanswerable questions
+    questions: int
+
+
+def with_floor(config: Config, floor: float | None) -> Config:
+    table = {k: v for k, v in config.search.vector_min_cosine.items() if k != config.embedder.model}
+    if floor is not None:
+        table[config.embedder.model] = floor
+    return dataclasses.replace(config, search=dataclasses.replace(config.search, vector_min_cosine=table))
+
+
+def _lost(question: Question, unfloored: Sequence[str], floored: Sequence[str]) -> bool:
+    rel = set(question.relevant)
+    return bool(rel & set(unfloored[:10])) and not rel & set(floored[:10])
+
+
+def floor_rates(questions: Sequence[Question], config: Config, floor: float,
+                unfloored: dict[str, Sequence[str]]) -> tuple[float, float]:
+    """(share of paraphrases that lose every right answer in the top 10, mean hits on unanswerable)."""
+    cfg = with_floor(config, floor)
+    para = [q for q in questions if q.kind == "paraphrase"]
+    none = [q for q in questions if not q.relevant]
+    lost = sum(_lost(q, unfloored[q.id], ask(q, "hybrid", cfg).ranked) for q in para)
+    hits = sum(len(ask(q, "hybrid", cfg).ranked) for q in none)
+    return (round(lost / len(para), 4) if para else 0.0, round(hits / len(none), 2) if none else 0.0)
+
+
+def tune_floor(questions: Sequence[Question], config: Config, max_lost: float = 0.05) -> Floor:
+    """The highest floor that removes the only right answer of at most `max_lost` of the
+    paraphrase questions: it keeps unrelated mail out of lists as far as that allows."""
+    base = with_floor(config, None)
+    unfloored = {q.id: ask(q, "hybrid", base).ranked for q in questions if q.kind == "paraphrase"}
+    best = FLOOR_GRID[0]
+    for f in FLOOR_GRID:
+        lost, _ = floor_rates([q for q in questions if q.kind == "paraphrase"], config, f, unfloored)
+        if lost <= max_lost:
+            best = f
+        else:
+            break
+    lost, hits = floor_rates(questions, config, best, unfloored)
+    return Floor(config.embedder.model, best, lost, hits, len(questions))
+
+
+def report_floor(questions: Sequence[Question], config: Config, floor: float) -> Floor:
+    base = with_floor(config, None)
+    unfloored = {q.id: ask(q, "hybrid", base).ranked for q in questions if q.kind == "paraphrase"}
+    lost, hits = floor_rates(questions, config, floor, unfloored)
+    return Floor(config.embedder.model, floor, lost, hits, len(questions))
