@@ -166,3 +166,45 @@ def test_reindex_runs_the_vector_pass_after_the_keyword_pass(mailbox: Config) ->
         assert report.vectors["chunks"] == len(idx.chunk_ids("body"))
     keyword_only = indexer.update(cfg, keyword_only=True)
     assert keyword_only.vectors is None
+
+
+def test_index_of_another_chunker_version_is_rebuilt(indexed: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upgrade that changes the chunker re-chunks every message on the next pass (a pass that
+    only followed the change feed would keep the old chunks, and vectors made of them)."""
+    from oaken import chunking
+
+    monkeypatch.setattr(chunking, "CHUNKER_VERSION", chunking.CHUNKER_VERSION + 1)
+    report = indexer.update(indexed, keyword_only=True)
+    assert report.rebuilt and report.indexed == 14
+    with open_index(indexed) as idx:
+        assert {v for _, v in idx._run("SELECT id, chunker_version FROM messages", [])} == {chunking.CHUNKER_VERSION}
+
+
+def test_vectors_follow_a_rebuilt_index(indexed: Config) -> None:
+    """A rebuilt index.db numbers its chunks again: vectors keyed by the old ids would stand for
+    other text. Until the embedding pass follows, the vector side says its vectors are stale;
+    after it, every row is the chunk of the same id in the new index.db."""
+    import dataclasses
+
+    from oaken.index.embedding import embed_pending
+    from oaken.index.vectors import VectorFilters, VectorStore
+    from oaken.search.vector_retriever import VectorRetriever
+
+    cfg = dataclasses.replace(indexed, embedder=config_mod.EmbedderConfig(model="concept"))
+    embed_pending(cfg)
+    data_dir = config_mod.resolve_data_dir(cfg)
+    with open_index(cfg) as idx:
+        before = idx.generation()
+    keyword.drop(data_dir)
+    indexer.update(cfg, keyword_only=True)
+    with open_index(cfg) as idx:
+        assert idx.generation() != before
+    stale = VectorRetriever(cfg).retrieve("search mail", VectorFilters(), want=5)
+    assert stale.degraded_reason == "model_mismatch" and "rebuilt" in stale.warnings[0]
+    report = embed_pending(cfg)
+    assert report.rebuilt and report.pending == 0
+    with open_index(cfg) as idx:
+        chunks = {c: m for c, m in idx._run("SELECT id, message FROM chunks WHERE kind = 'body'", [])}
+        assert VectorStore(data_dir).chunk_messages() == chunks
+        assert VectorStore(data_dir).generation() == idx.generation()
+    assert VectorRetriever(cfg).retrieve("search mail", VectorFilters(), want=5).state == "ok"

@@ -132,15 +132,17 @@ def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict
             embedder = load_embedder(config)
     if embedder is not None:
         fp = fingerprint_of(embedder)
-    rebuilt = store.ensure(fp)
-    if embedder is not None:
-        if not rebuilt and _incompatible_backend(store, embedder, data_dir):
-            # the cache holds that backend's vectors too (it is keyed by fingerprint): forget them all
-            with open_cache(store.path.parent) as cache:
-                cache.drop_other_models(keep="")
-            rebuilt = store.ensure(fp, rebuild=True)
-        store.record_backend(backend_of(embedder))
     with KeywordIndex(data_dir) as index, open_raw(data_dir, readonly=True) as raw:
+        # rows of another index.db's chunk ids stand for other text: rebuilt (from the cache, quickly)
+        generation = index.generation()
+        rebuilt = store.ensure(fp, generation=generation)
+        if embedder is not None:
+            if not rebuilt and _incompatible_backend(store, embedder, data_dir):
+                # the cache holds that backend's vectors too (it is keyed by fingerprint): forget them all
+                with open_cache(store.path.parent) as cache:
+                    cache.drop_other_models(keep="")
+                rebuilt = store.ensure(fp, rebuild=True, generation=generation)
+            store.record_backend(backend_of(embedder))
         raw_seq = raw.seq()
         index_state = index.chunk_state()  # read before the chunks: a later change shows as a mismatch
         stored = store.chunk_messages()
@@ -224,8 +226,8 @@ def _read_last_pass(data_dir: Path, config: Config) -> dict | None:
     return record if ok else None
 
 
-def _write_last_pass(data_dir: Path, config: Config, fp: Fingerprint, raw_seq: int, index_state: tuple[int, int, int],
-                     chunks: int) -> None:
+def _write_last_pass(data_dir: Path, config: Config, fp: Fingerprint, raw_seq: int,
+                     index_state: tuple[int, int, int, str], chunks: int) -> None:
     record = {"settings": _settings(config), "fingerprint": json.loads(fp.key()), "raw_seq": raw_seq,
               "index": list(index_state), "chunks": chunks}
     write_json(vectors_path(data_dir) / LAST_PASS_FILE, record)

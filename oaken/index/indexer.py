@@ -174,7 +174,9 @@ def keyword_pass(cfg: Config, *, progress: Progress | None = None) -> IndexRepor
         parser = _Parser()
         try:
             seq = writer.seq()
-            if seq > store.seq():  # raw.db was replaced: what the index holds is not its mail
+            # raw.db was replaced (what the index holds is not its mail), or another chunker
+            # made its chunks (an upgrade): rebuilt, as for another schema
+            if seq > store.seq() or writer.other_chunker(chunking.CHUNKER_VERSION):
                 writer.close()
                 keyword.drop(data_dir)
                 writer = keyword.KeywordWriter(data_dir)

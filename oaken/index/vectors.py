@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 TABLE = "chunks"
 STATE_FILE = "state.json"
 _META_KEY = b"oaken.fingerprint"
+# the index.db whose chunk ids the rows carry (KeywordIndex.generation): a rebuilt index.db numbers
+# its chunks again, so rows of another generation would stand for other chunks' text
+_GENERATION_KEY = b"oaken.index_generation"
 
 # Defaults; [index] settings of the same names override them (see `store_settings`).
 ANN_MIN_ROWS = 10_000  # brute force below (exact; ~20 ms at 10k with prefilters), IVF-HNSW-SQ above (~4 ms)
@@ -198,7 +201,7 @@ def where_sql(f: VectorFilters) -> str | None:
     return " AND ".join(parts) or None
 
 
-def _schema(fp: Fingerprint) -> Any:
+def _schema(fp: Fingerprint, generation: str = "") -> Any:
     import pyarrow as pa
 
     return pa.schema([
@@ -217,7 +220,7 @@ def _schema(fp: Fingerprint) -> Any:
         ("disposition", pa.string()),
         ("thread", pa.int64()),
         ("vector", pa.list_(pa.float32(), fp.dim)),
-    ], metadata={_META_KEY: fp.key().encode()})
+    ], metadata={_META_KEY: fp.key().encode(), _GENERATION_KEY: generation.encode()})
 
 
 _FIELD_COLUMNS = ("account", "date", "sender", "to_addrs", "cc_addrs", "labels", "folders", "disposition", "thread")
@@ -281,6 +284,10 @@ class VectorStore:
         key = meta.get(_META_KEY)
         return Fingerprint.from_key(key) if key else None
 
+    def generation(self) -> str:
+        """The index.db generation whose chunk ids the rows carry ("" when not recorded)."""
+        return (self.table().schema.metadata or {}).get(_GENERATION_KEY, b"").decode()
+
     def check(self, expected: Fingerprint) -> None:
         """Raise VectorUnavailable("model_mismatch") unless the table was built by `expected`."""
         found = self.fingerprint()
@@ -290,18 +297,20 @@ class VectorStore:
                                                       f"wants {expected.describe()}; they are stale and not "
                                                       "searched until `oaken reindex` rebuilds them")
 
-    def ensure(self, fp: Fingerprint, *, rebuild: bool = False) -> bool:
-        """Make sure the table exists for `fp`; a table of another fingerprint, or with the
-        columns of another Oaken version, or any table with `rebuild`, is dropped. Returns True
-        when a stale table was dropped."""
+    def ensure(self, fp: Fingerprint, *, rebuild: bool = False, generation: str | None = None) -> bool:
+        """Make sure the table exists for `fp` (and, given, the index.db `generation` whose chunk
+        ids its rows carry); a table of another fingerprint or generation, or with the columns of
+        another Oaken version, or any table with `rebuild`, is dropped. Returns True when a stale
+        table was dropped."""
         dropped = False
         if self.exists():
-            if not rebuild and self.fingerprint() == fp and self.table().schema.names == _schema(fp).names:
+            same = self.fingerprint() == fp and self.table().schema.names == _schema(fp).names
+            if not rebuild and same and (generation is None or self.generation() == generation):
                 return False
             self.db.drop_table(TABLE)
             self._table = None
             dropped = True
-        self._table = self.db.create_table(TABLE, schema=_schema(fp))
+        self._table = self.db.create_table(TABLE, schema=_schema(fp, generation or ""))
         self._write_state(backends=[])
         return dropped
 

@@ -199,7 +199,25 @@ class VectorRetriever:
         if self._store.count() == 0:
             raise VectorUnavailable("no_vectors", f"{self._store.path}: no vectors yet; embedding runs behind "
                                                   "keyword indexing (`oaken reindex` or the daemon)")
+        self._check_generation(self._store)
         return self._store
+
+    def _check_generation(self, store: VectorStore) -> None:
+        """VectorUnavailable("model_mismatch") when the rows carry the chunk ids of an index.db
+        since rebuilt (which numbers chunks again): their chunks, snippets and matched chunks would
+        be other text. Stale until the embedding pass follows (from the cache: seconds)."""
+        from oaken.errors import IndexUnavailable
+        from oaken.index.keyword import KeywordIndex
+
+        try:
+            with KeywordIndex(self.data_dir) as index:
+                current = index.generation()
+        except IndexUnavailable:
+            return  # the keyword side says so itself; the vectors can still answer
+        if store.generation() != current:
+            raise VectorUnavailable("model_mismatch", f"{store.path}: vectors made for an index.db since rebuilt; "
+                                                      "not searched until the embedding pass catches up "
+                                                      "(`oaken reindex`, or the daemon)")
 
     def _check_backends(self, store: VectorStore, embedder: Embedder) -> None:
         """VectorUnavailable("model_mismatch") when vectors/ holds rows of a backend whose

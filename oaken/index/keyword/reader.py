@@ -261,9 +261,17 @@ class KeywordIndex:
     def seq(self) -> int:
         return self._run("SELECT value FROM meta WHERE key = 'seq'", [])[0][0]
 
-    def chunk_state(self) -> tuple[int, int, int]:
-        """(seq, chunks, highest chunk id): equal figures mean the same chunks, so the vector side
-        can tell it has nothing to do without reading them (a rebuild renumbers chunks)."""
+    def generation(self) -> str:
+        """Which index.db this is: made anew by every rebuild, which numbers chunks from 1 again,
+        so vectors/ (keyed by chunk id) can tell its rows belong to another one ("" for an
+        index.db made before generations were recorded)."""
+        row = self._run("SELECT value FROM meta WHERE key = 'generation'", [])
+        return str(row[0][0]) if row else ""
+
+    def chunk_state(self) -> tuple[int, int, int, str]:
+        """(seq, chunks, highest chunk id, generation): equal figures mean the same chunks, so the
+        vector side can tell it has nothing to do without reading them (a rebuild renumbers chunks,
+        and is another generation even where the figures come out the same)."""
         row = self._run("SELECT (SELECT value FROM meta WHERE key = 'seq'), count(*), coalesce(max(id), 0) "
                         "FROM chunks", [])[0]
-        return int(row[0]), int(row[1]), int(row[2])
+        return int(row[0]), int(row[1]), int(row[2]), self.generation()

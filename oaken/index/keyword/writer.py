@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -37,6 +38,8 @@ class KeywordWriter:
                 with self.transaction():  # another indexer may be creating it at the same moment
                     if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
                         self.db.execute(SCHEMA)
+                        # chunk ids restart with every index.db: vectors/ keyed by them must know which
+                        self.db.execute("INSERT INTO meta VALUES ('generation', ?)", (uuid.uuid4().hex,))
             check_version(self.db, self.path)
             if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages_disposition'").fetchone():
                 with self.transaction():  # an index.db made before it: ~0.1 s at 100k messages, once
@@ -77,6 +80,11 @@ class KeywordWriter:
 
     def set_seq(self, seq: int) -> None:
         self.db.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (seq,))
+
+    def other_chunker(self, version: int) -> bool:
+        """True when some message was chunked by another chunker version (its chunks, and the
+        vectors made of them, are not what this code would make)."""
+        return self.db.execute("SELECT 1 FROM messages WHERE chunker_version != ? LIMIT 1", (version,)).fetchone() is not None
 
     def hashes(self, messages: Iterable[int]) -> dict[int, tuple[str, int]]:
         """message -> (content_hash, chunker_version) of what is indexed now."""
