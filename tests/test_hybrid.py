@@ -251,6 +251,26 @@ def test_low_confidence_needs_a_weak_keyword_side_and_a_low_cosine(embedded_mail
     assert search("invoice", config=strict).low_confidence is False  # a keyword hit holds every word
 
 
+def test_an_identifier_no_message_holds_is_low_confidence(embedded_mailbox: Path) -> None:
+    """The nearest in meaning to "invoice 4471-B" is some other invoice: whatever its cosine, a
+    question whose identifier no keyword hit holds is not answered with confidence."""
+    lenient = concept(embedded_mailbox, low_confidence_cosine={"concept": 0.01})
+    response = search("where is the invoice 4471-B for payables?", config=lenient)
+    assert response.hits and response.low_confidence is True
+    assert search("where is the invoice for payables?", config=lenient).low_confidence is False
+
+
+def test_a_question_no_keyword_hit_holds_whole_weighs_keywords_less(embedded_mailbox: Path) -> None:
+    cfg = concept(embedded_mailbox)
+    question = "which message talks about paying a bill for the payables?"
+    response = search(question, config=cfg, explain=True)
+    assert response.explain.weights["keyword"] == pytest.approx(cfg.search.keyword_partial_weight)
+    whole = search("invoice payables", config=cfg, explain=True)  # a lookup: every hit holds every word
+    assert whole.explain.weights["keyword"] == pytest.approx(cfg.search.keyword_weight)
+    plain = concept(embedded_mailbox, keyword_partial_weight=1.0)
+    assert search(question, config=plain, explain=True).explain.weights["keyword"] == pytest.approx(1.0)
+
+
 # ---- degraded ----------------------------------------------------------------------------------
 
 class _Wrapped:

@@ -178,8 +178,25 @@ def ask(question: Question, retriever: str, config: Config, limit: int = 10) -> 
     if response.degraded:
         raise EvalError(f"{retriever} search degraded ({response.degraded_reason}) on {question.query!r}; "
                         "the scores would measure the fallback, not the retriever")
-    return Ranking(question, retriever, tuple(h.message_id or f"oaken:{h.id}" for h in response.hits),
-                   response.low_confidence)
+    return Ranking(question, retriever, _expanded(response.hits, config), response.low_confidence)
+
+
+def _expanded(hits: Sequence, config: Config) -> tuple[str, ...]:
+    """Message-IDs in rank order, a folded hit's copies right after it: each still takes a place,
+    so folding is scored as the user sees it (one line for the copies) only where it frees places
+    for other mail, never as finding more."""
+    out: list[str] = []
+    folded = [c for h in hits for c in h.copies]
+    mids: dict[int, str] = {}
+    if folded:
+        from oaken.store import open_store
+
+        with open_store(config.data_dir, readonly=True) as store:
+            mids = {c: store.meta(c).message_id or f"oaken:{c}" for c in folded}
+    for h in hits:
+        out.append(h.message_id or f"oaken:{h.id}")
+        out.extend(mids[c] for c in h.copies)
+    return tuple(out)
 
 
 def run(questions: Sequence[Question], config: Config, retrievers: Sequence[str] = RETRIEVERS) -> list[Ranking]:

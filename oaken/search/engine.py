@@ -237,14 +237,15 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
             mode = "hybrid" if kw and vec else "vector" if vec else "keyword"
             if not lists:
                 return respond(mode=mode)
-            weights = _weights(cfg, parsed, lists)
+            weights = _weights(cfg, parsed, lists, question=plan is not None and plan.question)
             fused = _fuse(lists, weights, cfg.search.rrf_k) if plan is not None else None
 
             t = time.perf_counter()
             fill = None
             if plan is not None and kw is not None and any(not r.described for r in kw.ranked):
                 fill = functools.partial(_described, data_dir, cfg, plan, cons)
-            hits = _hits(store, lists, fused, sort=sort, offset=offset, limit=limit, fill=fill)
+            fold = functools.partial(_fold, data_dir) if plan is not None and sort != "date" else None
+            hits = _hits(store, lists, fused, sort=sort, offset=offset, limit=limit, fill=fill, fold=fold)
             if vec is not None and plan is not None:
                 listed = len(kw.ranked) if kw is not None and "keyword" in use else None
                 hits = _meaning_hits(hits, best_chunks, data_dir, cfg, parsed, plan, listed,
@@ -313,12 +314,16 @@ def _meaning_floor(cfg: Config, vec: RetrieverResult, kw: RetrieverResult | None
 
 def _low_confidence(cfg: Config, plan: matching.MatchPlan | None, kw: RetrieverResult | None,
                     vec: RetrieverResult | None, best_cosine: float | None) -> bool:
-    """No strong match: no keyword hit holds every word, and (when meaning answered) the best cosine
-    is under the model's `[search] low_confidence_cosine`."""
+    """No strong match: no keyword hit holds every word, and either the question's identifiers and
+    phrases are held by none of them (meaning cannot stand in for an identifier: the nearest
+    "ERV memo 12/14/2001" is another day's memo), or (when meaning answered) the best cosine is
+    under the model's `[search] low_confidence_cosine`."""
     if plan is None:
         return False
     if kw is not None and any(r.strong for r in kw.ranked):
         return False
+    if plan.exact_clauses and kw is not None and not any(r.holds_exact for r in kw.ranked):
+        return True  # an identifier or phrase no message holds: nearest in meaning is not it
     if vec is None:
         return True
     from oaken.search.vector_retriever import low_cosine
@@ -391,13 +396,19 @@ def _described(data_dir: Path, cfg: Config, plan: matching.MatchPlan, cons: filt
         return {}
 
 
-def _weights(cfg: Config, parsed: query_mod.ParsedQuery, lists: Sequence[RetrieverResult]) -> dict[str, float]:
-    """Each retriever's RRF weight; exact_boost multiplies the keyword weight (DESIGN.md Fusion)."""
+def _weights(cfg: Config, parsed: query_mod.ParsedQuery, lists: Sequence[RetrieverResult], *,
+             question: bool = False) -> dict[str, float]:
+    """Each retriever's RRF weight; exact_boost multiplies the keyword weight (DESIGN.md Fusion).
+    A question no keyword hit holds whole (each holds only keyword_min_match of its words) is
+    described in other words than the mail's: its keyword list is mostly mail sharing a few
+    common words, and `keyword_partial_weight` scales it down (measured on the real dev half)."""
     s = cfg.search
     out = {}
     for lst in lists:
         if lst.retriever == "keyword":
             out["keyword"] = s.keyword_weight * (s.exact_boost if parsed.exact else 1.0)
+            if question and not parsed.exact and not any(r.strong for r in lst.ranked):
+                out["keyword"] *= s.keyword_partial_weight
         else:
             out[lst.retriever] = s.vector_weight
     return out
@@ -420,11 +431,25 @@ def _sender(meta: MessageMeta) -> str:
     return meta.sender_addr or meta.sender_name
 
 
+def _fold(data_dir: Path, order: list[Any], need: int) -> tuple[list[Any], dict[int, tuple[int, ...]]]:
+    """Near-identical messages folded behind the best-ranked of them (oaken.search.copies)."""
+    from oaken.search import copies
+
+    try:
+        with KeywordIndex(data_dir) as index:
+            return copies.fold(order, lambda o: o[0], need, copies.body_texts(index))
+    except IndexUnavailable:
+        return order, {}
+
+
 def _hits(store: Store, lists: Sequence[RetrieverResult], fused: list[FusedItem] | None, *,
           sort: str, offset: int, limit: int,
-          fill: Callable[[Sequence[Ranked]], dict[int, Ranked]] | None = None) -> tuple[Hit, ...]:
+          fill: Callable[[Sequence[Ranked]], dict[int, Ranked]] | None = None,
+          fold: Callable[[list[Any], int], tuple[list[Any], dict[int, tuple[int, ...]]]] | None = None,
+          ) -> tuple[Hit, ...]:
     """The page of hits, described from raw.db (the truth: folders, labels, read state now).
-    `fill` gives the page's keyword entries the snippets and columns a list read deep left out."""
+    `fill` gives the page's keyword entries the snippets and columns a list read deep left out;
+    `fold` folds near-identical messages into the first of them."""
     by_list = {lst.retriever: {r.message: r for r in lst.ranked} for lst in lists}
     if fused is None:  # a listing: newest first already
         order: list[tuple[int, float, tuple[Contribution, ...]]] = [(r.message, 0.0, ()) for r in lists[0].ranked]
@@ -433,6 +458,9 @@ def _hits(store: Store, lists: Sequence[RetrieverResult], fused: list[FusedItem]
     metas = store.metas(m for m, _, _ in order) if sort == "date" else None
     if metas is not None:
         order.sort(key=lambda o: (o[0] not in metas, -(metas[o[0]].date if o[0] in metas else 0), o[0]))
+    copies: dict[int, tuple[int, ...]] = {}
+    if fold is not None and fused is not None:
+        order, copies = fold(order, offset + limit)
     page = order[offset:offset + limit]
     if metas is None:
         metas = store.metas(m for m, _, _ in page)
@@ -453,6 +481,7 @@ def _hits(store: Store, lists: Sequence[RetrieverResult], fused: list[FusedItem]
             id=meta.id, message_id=meta.message_id, account=meta.account, folders=meta.folders, labels=meta.labels,
             thread=meta.thread, subject=meta.subject, sender=_sender(meta), date=_iso(meta.date), unread=meta.unread,
             score=score, snippet=first.snippet if first else "", why=why, matched_chunks=chunks,
+            copies=copies.get(message, ()),
         ))
     return tuple(hits)
 

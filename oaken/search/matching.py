@@ -31,6 +31,9 @@ class MatchPlan:
     # chunks; `alternatives` (the texts of each clause) then check that it holds every clause.
     spread: str = ""
     alternatives: tuple[tuple[str, ...], ...] = ()
+    # the graded clauses that are identifiers (a token with a digit) or phrases: meaning cannot
+    # stand in for them, so a question none of whose hits holds them is low_confidence
+    exact_clauses: frozenset[int] = frozenset()
 
     def held(self, phrases: Iterable[int]) -> frozenset[int]:
         """The graded clauses held, given the FTS5 phrase numbers a chunk matched."""
@@ -85,7 +88,9 @@ def plan(q: ParsedQuery, min_match: float) -> MatchPlan | None:
     any_expr = anys[0] if len(anys) == 1 else "(" + " OR ".join(anys) + ")"
     expr = " AND ".join([*musts, any_expr]) if anys else " AND ".join(musts)
     need = max(1, math.ceil(min_match * len(content) - 1e-9)) if content else 0
-    return MatchPlan(expr, tuple(w.owner), tuple(map(_clause_text, content)), need, True, tuple(warnings))
+    exact = frozenset(i for i, c in enumerate(content) if any(t.phrase or any(ch.isdigit() for ch in t.text) for t in c))
+    return MatchPlan(expr, tuple(w.owner), tuple(map(_clause_text, content)), need, True, tuple(warnings),
+                     exact_clauses=exact)
 
 
 def exclusion_terms(q: ParsedQuery) -> tuple[str, ...]:

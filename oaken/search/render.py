@@ -72,6 +72,10 @@ def _row(hit: Hit, width: int, color: bool, explain: bool) -> list[str]:
     if hit.snippet or mark:
         room = max(width - 10 - len(MEANING_ONLY) - 1 if mark else width - 10, 20)
         lines.append(" " * 10 + mark + (_snippet(hit.snippet, room, color) if hit.snippet else "").rstrip())
+    if hit.copies:
+        n = len(hit.copies)
+        ids = ", ".join(str(i) for i in hit.copies[:5]) + (", ..." if n > 5 else "")
+        lines.append(" " * 10 + f"+ {n} near-identical {'copy' if n == 1 else 'copies'}: {ids}")
     if explain:
         for w in hit.why:
             said = (f"{w.retriever} rank {w.rank}: {w.weight:g} / (k + {w.rank}) = {w.contribution:.5f}" if w.rank

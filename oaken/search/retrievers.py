@@ -37,6 +37,7 @@ class Ranked:
     chunks: tuple[MatchedChunk, ...] = ()  # its other chunks that matched
     chunk: int = 0  # its best chunk (keyword side)
     described: bool = True  # False: snippets and columns left for `describe` (a list read deep)
+    holds_exact: bool = True  # holds every identifier and phrase of the query (for low_confidence)
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def keyword(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
                     f"; bm25 {c.best.score:.2f}" + ("" if lazy else _columns(c.best.columns))),
             strong=len(c.held) >= total,
             chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
-            chunk=c.best.chunk, described=not lazy,
+            chunk=c.best.chunk, described=not lazy, holds_exact=plan.exact_clauses <= c.held,
         )
         for i, c in enumerate([*admitted, *spread], start=1)
     )

@@ -28,7 +28,8 @@ def response_from_dict(data: dict[str, Any]) -> SearchResponse:
     hits = tuple(
         Hit(**{**h, "folders": tuple(h["folders"]), "labels": tuple(h["labels"]),
                "why": tuple(Why(**w) for w in h["why"]),
-               "matched_chunks": tuple(MatchedChunk(**c) for c in h["matched_chunks"])})
+               "matched_chunks": tuple(MatchedChunk(**c) for c in h["matched_chunks"]),
+               "copies": tuple(h.get("copies", ()))})
         for h in data["hits"]
     )
     explain = data.get("explain")

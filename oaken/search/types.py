@@ -54,6 +54,7 @@ class Hit:
     snippet: str  # around the matched words, which sit between [[ and ]]
     why: tuple[Why, ...] = ()
     matched_chunks: tuple[MatchedChunk, ...] = ()
+    copies: tuple[int, ...] = ()  # ids of near-identical messages this hit stands for (oaken.search.copies)
 
 
 @dataclass(frozen=True)

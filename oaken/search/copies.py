@@ -1,0 +1,91 @@
+"""Near-duplicate messages folded into one hit.
+
+Real mailboxes hold the same text many times: a message in `sent` and again in `sent_items` under
+another Message-ID, a form letter sent by a thousand people (Enron holds 1,124 copies of one
+petition), a notice mailed to every list. Ten copies of one text fill a page and hide the rest.
+The best-ranked copy stands for the others, which it carries as `Hit.copies`.
+
+Two messages are copies when they have the same subject (Re:/Fw: prefixes aside) and their
+own words, as 5-word shingles, overlap by `MIN_JACCARD` or more; messages of fewer than
+`MIN_WORDS` words are never folded (two "Thanks!" are not one message). Only the messages a
+page reaches are compared, walking the ranked list in order, so pages still join up.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterable, Sequence, TypeVar
+
+MIN_WORDS = 20
+MIN_JACCARD = 0.8
+SHINGLE = 5
+_WORD = re.compile(r"[^\W_]+")
+_PREFIX = re.compile(r"^\s*((re|fw|fwd|aw|wg|sv|tr)\s*(\[\d+\])?\s*:\s*)+", re.I)
+
+T = TypeVar("T")
+Texts = Callable[[Sequence[int]], dict[int, tuple[str, str]]]  # message -> (subject, own words)
+
+
+def subject_key(subject: str) -> str:
+    return " ".join(_WORD.findall(_PREFIX.sub("", subject).lower()))
+
+
+def shingles(text: str) -> frozenset[int] | None:
+    """The text's 5-word shingles, hashed; None when it is too short to be folded."""
+    words = _WORD.findall(text.lower())
+    if len(words) < MIN_WORDS:
+        return None
+    return frozenset(hash(tuple(words[i:i + SHINGLE])) for i in range(len(words) - SHINGLE + 1))
+
+
+def _alike(a: frozenset[int], b: frozenset[int]) -> bool:
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    if len(small) < MIN_JACCARD * len(large):  # Jaccard <= |small| / |large|
+        return False
+    shared = len(small & large)
+    return shared >= MIN_JACCARD * (len(small) + len(large) - shared)
+
+
+def fold(order: Sequence[T], message_of: Callable[[T], int], need: int, texts: Texts,
+         block: int = 32) -> tuple[list[T], dict[int, tuple[int, ...]]]:
+    """`order` (best first) with each copy removed behind the first of its group, read until
+    `need` groups are known (or the list ends); returns the folded list, whole, and for each
+    message standing for others the copies it stands for (in rank order)."""
+    kept: list[T] = []
+    copies: dict[int, list[int]] = {}
+    groups: dict[str, list[tuple[int, frozenset[int]]]] = {}  # subject -> (standing message, shingles)
+    i = 0
+    while i < len(order) and len(kept) < need:
+        chunk = order[i:i + block]
+        i += len(chunk)
+        known = texts([message_of(x) for x in chunk])
+        for x in chunk:
+            m = message_of(x)
+            subject, body = known.get(m, ("", ""))
+            sh = shingles(body)
+            if sh is None:
+                kept.append(x)
+                continue
+            key = subject_key(subject)
+            group = groups.setdefault(key, [])
+            first = next((s for s, other in group if _alike(sh, other)), None)
+            if first is None:
+                group.append((m, sh))
+                kept.append(x)
+            else:
+                copies.setdefault(first, []).append(m)
+    folded = {m for ms in copies.values() for m in ms}
+    kept.extend(x for x in order[i:] if message_of(x) not in folded)
+    return kept, {m: tuple(ms) for m, ms in copies.items()}
+
+
+def body_texts(index: object) -> Texts:
+    """The `texts` of fold from index.db: each message's subject and its body chunks' text."""
+
+    def read(messages: Iterable[int]) -> dict[int, tuple[str, str]]:
+        out: dict[int, tuple[str, list[str]]] = {}
+        for c in index.chunks_of(messages, kind="body"):  # type: ignore[attr-defined]
+            out.setdefault(c.message, (c.subject, []))[1].append(c.text)
+        return {m: (s, "\n".join(parts)) for m, (s, parts) in out.items()}
+
+    return read

@@ -1,0 +1,73 @@
+"""Near-identical messages fold into one hit: unit rules, and real petition letters through search."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from oaken import config as config_mod
+from oaken.api import import_mail
+from oaken.index import indexer
+from oaken.search import copies
+from oaken.search.engine import search
+
+DATA = Path(__file__).parent / "data"
+LETTER = ("I am writing to urge you to donate the millions of dollars you made from selling stock before the "
+          "company declared bankruptcy to funds that benefit the employees who lost their retirement savings, "
+          "and provide relief to low-income consumers in California who cannot afford to pay their energy "
+          "bills. While you netted well over a hundred million, many employees were financially devastated "
+          "when their retirement plans were wiped out, and thousands of consumers are unable to pay their "
+          "basic bills. Please donate this money to the funds set up to help repair their lives.")
+
+
+def texts(table: dict[int, tuple[str, str]]):
+    return lambda ms: {m: table[m] for m in ms if m in table}
+
+
+def test_copies_fold_behind_the_first_and_pages_join() -> None:
+    table = {
+        1: ("Donate proceeds", f"Alice Smith 1 Main St\n{LETTER}\nSincerely, Alice"),
+        2: ("Re: other", "A different message about the quarterly numbers " * 5),
+        3: ("RE: Donate proceeds", f"Bob Jones 2 Elm St\n{LETTER}\nSincerely, Bob"),
+        4: ("Donate proceeds", "Thanks!"),  # too short to fold, whatever its subject
+        5: ("Fw: donate  PROCEEDS", f"Carol 3 Oak St\n{LETTER}\nSincerely, Carol"),
+        6: ("Something else", f"Dan\n{LETTER}\nSincerely, Dan"),  # same words, another subject: kept
+    }
+    order = [1, 2, 3, 4, 5, 6]
+    kept, folded = copies.fold(order, lambda m: m, need=10, texts=texts(table))
+    assert kept == [1, 2, 4, 6] and folded == {1: (3, 5)}
+    # a page reads only as far as it needs; the next page, reading further, continues the same list
+    first, _ = copies.fold(order, lambda m: m, need=2, texts=texts(table), block=2)
+    second, _ = copies.fold(order, lambda m: m, need=4, texts=texts(table), block=2)
+    assert first[:2] == [1, 2] and second[2:4] == [4, 6]
+
+
+def test_alike_needs_most_of_the_words() -> None:
+    a = copies.shingles(LETTER)
+    b = copies.shingles(LETTER + " In the second half of this letter I ask for something else entirely: that the "
+                        "board resign, that the auditors be replaced, that the pension plan be restored in full, "
+                        "and that every executive return the bonuses paid in the last year before the filing.")
+    assert a is not None and b is not None
+    assert copies._alike(a, a) and not copies._alike(a, b)
+    assert copies.shingles("too short to fold") is None
+
+
+def test_petition_letters_are_one_hit_with_their_copies(oaken_home: Path, tmp_path: Path) -> None:
+    inbox = tmp_path / "mail"
+    shutil.copytree(DATA / "copies", inbox, ignore=shutil.ignore_patterns("*.md"))
+    for path in (DATA / "search" / "INBOX" / "cur").glob("*"):
+        shutil.copyfile(path, inbox / path.name)
+    cfg = config_mod.from_dict({"embedder": {"model": "none"}})
+    assert import_mail([inbox], account="work", config=cfg).added >= 9
+    indexer.update(cfg, keyword_only=True)
+    response = search("donate proceeds stock", config=cfg, limit=10)
+    petitions = [h for h in response.hits if h.subject.startswith("Demand Ken Lay")]
+    assert len(petitions) == 1 and len(petitions[0].copies) == 2
+    assert petitions[0].id not in petitions[0].copies
+    paged = search("donate proceeds stock", config=cfg, limit=1, offset=1)
+    assert [h.id for h in paged.hits] == [h.id for h in response.hits[1:2]]
+    by_date = search("donate proceeds stock", config=cfg, limit=10, sort="date")
+    assert sum(h.subject.startswith("Demand Ken Lay") for h in by_date.hits) == 3  # date order lists every copy
