@@ -7,6 +7,7 @@ before anything could print it.
 from __future__ import annotations
 
 import os
+import signal
 import ssl
 import subprocess
 from pathlib import Path
@@ -21,22 +22,50 @@ def account_section(account: AccountConfig) -> str:
     return f"[accounts.{account.name}]"
 
 
+def _program(command: str) -> str:
+    """The program a shell command runs, to name in an error: its first word after any
+    `NAME=value` assignments (which may hold a secret themselves)."""
+    import shlex  # only for an error; not worth importing for every sync
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for word in words:
+        name, eq, _ = word.partition("=")
+        if not (eq and name.isidentifier()):
+            return word
+    return "the command"
+
+
 def _run_secret_command(account: AccountConfig, key: str, command: str) -> str:
+    """Run `command` and return the first line it prints. Its output is never quoted in an error:
+    a secret command may print the secret on stderr too, and an error reaches the terminal and the
+    log before the secret could be registered for masking."""
     where = account_section(account)
     try:
         out = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60,
                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        import shlex  # only to name the stuck program; not worth importing for every sync
-
-        raise SyncError(f"{where} {key}: {shlex.split(command)[0]!r} did not finish in 60 s") from None
+        raise SyncError(f"{where} {key}: {_program(command)!r} did not finish in 60 s; "
+                        "run the command by hand to see why") from None
     if out.returncode != 0:
-        raise SyncError(f"{where} {key}: the command exited {out.returncode}: "
-                        f"{out.stderr.strip()[:200] or 'no message'}")
+        raise SyncError(f"{where} {key}: the command {_exit_status(out.returncode)}; "
+                        "run it by hand to see why (its output is not shown, as it may hold the secret)")
     value = out.stdout.splitlines()[0].strip() if out.stdout.strip() else ""
     if not value:
-        raise SyncError(f"{where} {key}: the command printed nothing")
+        raise SyncError(f"{where} {key}: the command printed nothing on its first line; "
+                        "it should print the secret there")
     return value
+
+
+def _exit_status(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode}"
 
 
 def password(account: AccountConfig) -> str:
@@ -59,6 +88,8 @@ def password(account: AccountConfig) -> str:
             lines = path.read_text(encoding="utf-8").splitlines()
         except OSError as e:
             raise SyncError(f"{where} password_file: cannot read {path}: {e.strerror}") from None
+        except UnicodeDecodeError:  # its text is not quoted: it is the secret
+            raise SyncError(f"{where} password_file: {path} is not UTF-8 text") from None
         value = lines[0].strip() if lines else ""
         if not value:
             raise SyncError(f"{where} password_file: {path} is empty")
