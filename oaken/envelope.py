@@ -228,10 +228,32 @@ def _header_lines(block: bytes) -> tuple[dict[str, list[str]], list[str]]:
     return headers, problems
 
 
+# Bytes no text holds: the C0 controls but tab, line ends, vertical tab, form feed and ESC (the
+# shifts of ISO-2022-JP mail), and DEL. 0x80-0xFF are text in some 8-bit charset.
+_NON_TEXT = bytes([*range(0x00, 0x07), *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])
+_TEXT_BYTES = bytes(b for b in range(256) if b not in _NON_TEXT)
+_SNIFF = 8192  # bytes looked at
+_BINARY_SHARE = 0.05  # random or compressed bytes are ~10% non-text, an Outlook .msg ~65%
+_MAIL_START = re.compile(rb"[\r\n\t ]*(?:From |[\x21-\x39\x3b-\x7e]+[ \t]*:)")
+BINARY = "binary data, not an RFC 822 message (an Outlook .msg file?)"
+
+
+def looks_binary(raw: bytes) -> bool:
+    """Binary data rather than mail: more than 5% of its first 8 KiB are bytes no text holds (of
+    1 KiB at least, so a short message's few stray bytes are no share), or it holds any such byte
+    and does not start with a header line. A few NUL or control bytes in a message that starts
+    like one (a broken client or gateway) are noise in mail, not a sign of a file."""
+    sample = raw[:_SNIFF]
+    odd = len(sample.translate(None, _TEXT_BYTES))
+    if not odd:
+        return False
+    return odd > _BINARY_SHARE * max(len(sample), 1024) or _MAIL_START.match(sample) is None
+
+
 def read(raw: bytes) -> Envelope:
     problems: list[str] = []
-    if b"\x00" in raw[:4096]:
-        problems.append("binary data, not an RFC 822 message (an Outlook .msg file?)")
+    if looks_binary(raw):
+        problems.append(BINARY)
     headers, header_problems = _header_block(raw)
     problems.extend(p for p in header_problems if not (p == "no headers" and problems))
 
