@@ -437,3 +437,12 @@ def test_a_lookup_finds_words_in_different_chunks_of_one_message(own_search_mail
     both = search("power briefs", config=cfg).hits[0]
     assert "in one chunk" in both.why[0].detail
     assert find(cfg, "telemarketing zzqx") == [] and find(cfg, "telemarketing -wrestlers") == []
+
+
+def test_huge_offset_and_thread_are_warnings_not_crashes(home: Path) -> None:
+    """Past SQLite's integers an offset or thread raised OverflowError from inside the search."""
+    cfg = config_for(home)
+    far = search("invoice", config=cfg, offset=10**20)
+    assert far.hits == () and any("offset=" in w for w in far.warnings)
+    loose = search("invoice", config=cfg, thread=10**30)
+    assert loose.hits and any("thread=" in w for w in loose.warnings)

@@ -101,6 +101,9 @@ def _retrievers(asked: Any, warnings: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+MAX_OFFSET = 2**31 - 1
+
+
 def _check_paging(limit: Any, offset: Any, sort: Any, warnings: list[str]) -> tuple[int, int, str]:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         warnings.append(f"limit={limit!r}: expected a whole number of 0 or more; using 10")
@@ -111,6 +114,9 @@ def _check_paging(limit: Any, offset: Any, sort: Any, warnings: list[str]) -> tu
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         warnings.append(f"offset={offset!r}: expected a whole number of 0 or more; using 0")
         offset = 0
+    if offset > MAX_OFFSET:  # past any mailbox; SQLite's integers end at 2**63
+        warnings.append(f"offset={offset}: past the last hit any mailbox can have; nothing to list")
+        offset = MAX_OFFSET
     if sort not in SORTS:
         warnings.append(f"sort={sort!r}: expected relevance or date; using relevance")
         sort = "relevance"

@@ -169,7 +169,7 @@ def constraints(q: ParsedQuery, fields: Fields, *, account: str | None, categori
     befores = [v for v in (q.before, _when(fields.before, "before", warnings)) if v is not None]
 
     thread = fields.thread
-    if thread is not None and (isinstance(thread, bool) or not isinstance(thread, int)):
+    if thread is not None and (isinstance(thread, bool) or not isinstance(thread, int) or not 0 <= thread < 2**63):
         warnings.append(f"thread={thread!r}: expected a thread number (a hit's `thread`); it filters nothing")
         thread = None
 
