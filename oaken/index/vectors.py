@@ -46,22 +46,25 @@ _GENERATION_KEY = b"oaken.index_generation"
 ANN_MIN_ROWS = 10_000  # brute force below (exact; ~20 ms at 10k with prefilters), IVF-HNSW-SQ above (~4 ms)
 RETENTION_SECONDS = 60.0  # a version outlives its successor by this long: longer than any search
 MAINTAIN_EVERY = 20  # writes between compactions
-ANN_EF = 300  # HNSW search beam (ignored by brute force)
+# HNSW search beam (ignored by brute force). 300 holds message recall@10 >= 0.99 up to 100k chunks
+# but gives 0.90 at 1M; 1000 gives 0.96 there for 1-2 ms at limit 10 (docs/ann-recall.md).
+ANN_EF = 1000
 # Candidates fetched from the ANN index per chunk asked for, then re-scored exactly from the stored
 # vectors (see VectorStore.search): the index ranks by quantized vectors, so its order near the
 # cut is loose.
 ANN_REFINE = 2
 ANN_NPROBES: int | None = None  # IVF partitions a query visits (None: LanceDB's default)
+# HNSW build beam. 64 left nodes unreachable (3 of 1,500 real chunks not found by their own vector;
+# text recall@10 stuck near 0.98 at any ef); 150 gives 0.989-0.993 for 1.2-1.6 s more build at
+# 23k chunks; LanceDB's 300 gives 0.994 (docs/ann-recall.md).
+ANN_EF_CONSTRUCTION = 150
 
 
 def ann_partitions(rows: int) -> int | None:
-    """IVF partitions for an index over `rows` vectors (None: LanceDB's default, sqrt(rows))."""
-    return None
-# HNSW build beam. LanceDB's default, 300, built Enron's 22,130 real chunk vectors in 3.4-3.8 s;
-# 100 in 1.4 s and 64 in 1.05 s, with recall@10 0.976, 0.975 and 0.973 (200 near-duplicate
-# queries, exact top-10 by score; query p50 2.6 ms for all three): the default's cost was most
-# of what the embedding pass added to the backend's own time on a first reindex.
-ANN_EF_CONSTRUCTION = 64
+    """IVF partitions for an index over `rows` vectors: one graph up to 1,048,576 rows (LanceDB's
+    own default for IVF_HNSW_SQ, pinned). More partitions cost recall at 100k and 1M whatever
+    nprobes (docs/ann-recall.md); past ~1M rows untested."""
+    return max(1, -(-rows // 1_048_576))
 
 
 @dataclass(frozen=True)
