@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 
 TABLE = "chunks"
 STATE_FILE = "state.json"
+# in vectors/ while the table is being built again (another model or chunker, a rebuilt index.db,
+# `oaken reindex --rebuild`): a search then says its vector side is degraded instead of answering
+# from the part of the mail embedded so far as if it were all of it. The embedding pass removes
+# it once every chunk is embedded again.
+REBUILDING_FILE = "rebuilding.json"
 _META_KEY = b"oaken.fingerprint"
 # the index.db whose chunk ids the rows carry (KeywordIndex.generation): a rebuilt index.db numbers
 # its chunks again, so rows of another generation would stand for other chunks' text
@@ -53,6 +58,10 @@ ANN_EF = 1000
 # vectors (see VectorStore.search): the index ranks by quantized vectors, so its order near the
 # cut is loose.
 ANN_REFINE = 2
+# ...but at most this many more: a hybrid search's 500 candidates re-scored from 1,000 cost 17 ms
+# against 13 ms from 500 (Enron, 23k chunks), and past the first hundred the order near the cut
+# no longer moves a page (docs/ann-recall.md: page recall alike at refine 1 and 2)
+ANN_REFINE_MAX_EXTRA = 64
 ANN_NPROBES: int | None = None  # IVF partitions a query visits (None: LanceDB's default)
 # HNSW build beam. 64 left nodes unreachable (3 of 1,500 real chunks not found by their own vector;
 # text recall@10 stuck near 0.98 at any ef); 150 gives 0.989-0.993 for 1.2-1.6 s more build at
@@ -292,13 +301,19 @@ class VectorStore:
         return (self.table().schema.metadata or {}).get(_GENERATION_KEY, b"").decode()
 
     def check(self, expected: Fingerprint) -> None:
-        """Raise VectorUnavailable("model_mismatch") unless the table was built by `expected`."""
+        """Raise VectorUnavailable("model_mismatch") unless the table was built by `expected`, and
+        VectorUnavailable("no_vectors") while it is being rebuilt (it holds only part of the mail)."""
         found = self.fingerprint()
         if found != expected:
             what = found.describe() if found else "an unknown model"
             raise VectorUnavailable("model_mismatch", f"{self.path}: vectors of {what}, but the configuration "
                                                       f"wants {expected.describe()}; they are stale and not "
                                                       "searched until `oaken reindex` rebuilds them")
+        marker = rebuilding(self.path.parent)
+        if marker is not None:
+            raise VectorUnavailable("no_vectors", f"{self.path}: being rebuilt ({marker.get('reason', 'stale')}); "
+                                                  "not searched until every chunk is embedded again "
+                                                  "(`oaken reindex`, or the daemon)")
 
     def ensure(self, fp: Fingerprint, *, rebuild: bool = False, generation: str | None = None) -> bool:
         """Make sure the table exists for `fp` (and, given, the index.db `generation` whose chunk
@@ -307,9 +322,20 @@ class VectorStore:
         table was dropped."""
         dropped = False
         if self.exists():
-            same = self.fingerprint() == fp and self.table().schema.names == _schema(fp).names
+            found = self.fingerprint()
+            same = found == fp and self.table().schema.names == _schema(fp).names
             if not rebuild and same and (generation is None or self.generation() == generation):
                 return False
+            if rebuild:
+                why = "asked for"
+            elif found != fp:
+                why = "vectors of another model or chunker"
+            elif not same:
+                why = "made by another version of Oaken"
+            else:
+                why = "index.db was rebuilt"
+            # said before the rows go, so no search takes the emptied table for a whole one
+            mark_rebuilding(self.path.parent, why)
             self.db.drop_table(TABLE)
             self._table = None
             dropped = True
@@ -494,9 +520,10 @@ class VectorStore:
 
         Every score is the true cosine of the query and the stored float32 vector, whatever path
         LanceDB took: the ANN index reports another distance scale (about 2(1 - cos), the squared
-        L2 of unit vectors) and ranks by scalar-quantized vectors, so its candidates, REFINE times
-        as many as asked for, are re-scored exactly here and the best `limit` kept. Brute force
-        and a bypassed index are re-scored the same way, so one threshold holds on every path."""
+        L2 of unit vectors) and ranks by scalar-quantized vectors, so its candidates, ANN_REFINE
+        times as many as asked for (at most ANN_REFINE_MAX_EXTRA more), are re-scored exactly here
+        and the best `limit` kept. Brute force and a bypassed index are re-scored the same way, so
+        one threshold holds on every path."""
         q = np.asarray(query_vector, dtype=np.float32).ravel()
         norm = float(np.linalg.norm(q))
         if norm == 0.0 or not np.isfinite(norm):
@@ -511,7 +538,7 @@ class VectorStore:
         if filters.selective:
             query = query.bypass_vector_index()
         else:
-            fetch = limit * ANN_REFINE
+            fetch = limit + min(limit * (ANN_REFINE - 1), ANN_REFINE_MAX_EXTRA)
             query = query.ef(max(ANN_EF, 2 * fetch))
             if ANN_NPROBES is not None:
                 query = query.nprobes(ANN_NPROBES)
@@ -549,6 +576,36 @@ def read_state(data_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def drop(data_dir: Path) -> None:
-    """Remove vectors/ (derived data: `oaken reindex` rebuilds it; the embed cache makes that quick)."""
+def drop(data_dir: Path, *, rebuilding: str | None = None) -> None:
+    """Remove vectors/ (derived data: `oaken reindex` rebuilds it; the embed cache makes that quick).
+    With `rebuilding` (why), the new vectors/ is marked as being rebuilt until the embedding pass
+    has embedded every chunk (see REBUILDING_FILE)."""
     shutil.rmtree(vectors_path(data_dir), ignore_errors=True)
+    if rebuilding is not None:
+        mark_rebuilding(data_dir, rebuilding)
+
+
+def mark_rebuilding(data_dir: Path, reason: str) -> None:
+    folder = vectors_path(data_dir)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not (folder / REBUILDING_FILE).exists():
+        write_json(folder / REBUILDING_FILE, {"reason": reason, "since": time.time()})
+
+
+def rebuilding(data_dir: Path) -> dict[str, Any] | None:
+    """Why vectors/ is being rebuilt, or None when it is not (see REBUILDING_FILE)."""
+    try:
+        found = json.loads((vectors_path(data_dir) / REBUILDING_FILE).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"reason": "unknown"}
+    return found if isinstance(found, dict) else {"reason": "unknown"}
+
+
+def rebuilt(data_dir: Path) -> None:
+    """The table holds every chunk again: searches may use it."""
+    try:
+        (vectors_path(data_dir) / REBUILDING_FILE).unlink()
+    except FileNotFoundError:
+        pass

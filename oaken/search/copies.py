@@ -47,13 +47,16 @@ def _alike(a: frozenset[int], b: frozenset[int]) -> bool:
 
 
 def fold(order: Sequence[T], message_of: Callable[[T], int], need: int, texts: Texts,
-         block: int = 32) -> tuple[list[T], dict[int, tuple[int, ...]]]:
+         block: int = 16) -> tuple[list[T], dict[int, tuple[int, ...]]]:
     """`order` (best first) with each copy removed behind the first of its group, read until
     `need` groups are known (or the list ends); returns the folded list, whole, and for each
-    message standing for others the copies it stands for (in rank order)."""
+    message standing for others the copies it stands for (in rank order). Shingles are made only
+    for messages whose subject another message of the window shares (few: a page's subjects
+    mostly differ), so a search pays little for it."""
     kept: list[T] = []
     copies: dict[int, list[int]] = {}
-    groups: dict[str, list[tuple[int, frozenset[int]]]] = {}  # subject -> (standing message, shingles)
+    # subject -> [message standing for its group, its words, its shingles once made]
+    groups: dict[str, list[list]] = {}
     i = 0
     while i < len(order) and len(kept) < need:
         chunk = order[i:i + block]
@@ -62,15 +65,20 @@ def fold(order: Sequence[T], message_of: Callable[[T], int], need: int, texts: T
         for x in chunk:
             m = message_of(x)
             subject, body = known.get(m, ("", ""))
-            sh = shingles(body)
-            if sh is None:
-                kept.append(x)
-                continue
-            key = subject_key(subject)
-            group = groups.setdefault(key, [])
-            first = next((s for s, other in group if _alike(sh, other)), None)
+            group = groups.setdefault(subject_key(subject), [])
+            first = None
+            if group:
+                sh = shingles(body)
+                for member in group:
+                    if sh is None:
+                        break
+                    if member[2] is None:
+                        member[2] = shingles(member[1]) or frozenset()
+                    if member[2] and _alike(sh, member[2]):
+                        first = member[0]
+                        break
             if first is None:
-                group.append((m, sh))
+                group.append([m, body, None])
                 kept.append(x)
             else:
                 copies.setdefault(first, []).append(m)
