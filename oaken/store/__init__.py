@@ -101,9 +101,19 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One batch: all of it lands or none of it (a kill mid-batch loses only the batch)."""
-        with self.db:
-            yield
+        """One batch: all of it lands or none of it (a kill mid-batch loses only the batch).
+
+        On a full disk SQLite rolls the transaction back itself, and the rollback on the way out
+        then fails ("cannot rollback - no transaction is active"), hiding the cause: the cause
+        is raised instead (the batch is gone either way, and raw.db is as before it)."""
+        try:
+            with self.db:
+                yield
+        except apsw.SQLError as e:
+            cause = e.__context__
+            if isinstance(cause, apsw.Error) and not self.db.in_transaction:
+                raise cause from None
+            raise
 
     def integrity_check(self) -> str:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0]
@@ -170,6 +180,19 @@ def damaged(path: Path, e: BaseException) -> StoreError:
                       "into a new data directory")
 
 
+def disk_full(path: Path) -> StoreError:
+    """SQLITE_FULL said as what it is: the disk holding `path`, its free space, what to do."""
+    import shutil
+
+    try:
+        free = f"{shutil.disk_usage(path.parent).free / 1e6:.1f} MB free"
+    except OSError:
+        free = "free space unknown"
+    return StoreError(f"{path}: the disk is full ({free} on {path.parent}); nothing of the last batch was "
+                      "written. Free some space (a batch needs a few times its messages' size) and run the "
+                      "command again: it goes on where it stopped")
+
+
 def store_error(exc: BaseException) -> StoreError | None:
     """`exc` said as a StoreError naming raw.db and what to do, when it is SQLite failing on raw.db;
     else None.
@@ -192,7 +215,7 @@ def store_error(exc: BaseException) -> StoreError | None:
     if isinstance(exc, DAMAGE):
         return damaged(store.path, exc)
     if isinstance(exc, apsw.FullError):
-        return StoreError(f"{store.path}: {exc}; free some disk space and run the command again")
+        return disk_full(store.path)
     if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
         return StoreError(f"{store.path}: {exc}: another Oaken process kept it busy; run the command again")
     if isinstance(exc, (apsw.IOError, apsw.ReadOnlyError, apsw.PermissionsError, apsw.CantOpenError)):
@@ -200,5 +223,5 @@ def store_error(exc: BaseException) -> StoreError | None:
     return None
 
 
-__all__ = ["Store", "open_store", "store_error", "no_mail", "DAMAGE", "AddResult", "Incoming", "MessageMeta",
+__all__ = ["Store", "open_store", "store_error", "disk_full", "no_mail", "DAMAGE", "AddResult", "Incoming", "MessageMeta",
            "Folder", "Location", "Triage", "Change", "FlagChange", "flags_text", "PAGE_SIZE", "SEEN", "FLAGGED"]
