@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 
 from oaken.paths import SOCKET_NAME  # noqa: F401 - re-exported for the server
 
@@ -54,7 +55,7 @@ def ask_at(path: str, query: str, params: dict[str, Any], timeout: float = 60.0)
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
-            sock.connect(path)
+            _connect(sock, path)
             sock.sendall(encode({"query": query, "params": {k: v for k, v in params.items() if k in PARAMS}}))
             data = sock.makefile("rb").readline()
     except OSError:
@@ -66,6 +67,17 @@ def ask_at(path: str, query: str, params: dict[str, Any], timeout: float = 60.0)
     if not isinstance(answer, dict) or "error" in answer:
         return None
     return answer
+
+
+def _connect(sock: socket.socket, path: str, tries: int = 20) -> None:
+    """Connect, waiting up to about a second while the daemon's listen queue is full (a Unix
+    socket with a timeout then fails at once with EAGAIN, and the command would load the model)."""
+    for _ in range(tries - 1):
+        try:
+            return sock.connect(path)
+        except BlockingIOError:
+            time.sleep(0.05)
+    sock.connect(path)
 
 
 class View(dict):

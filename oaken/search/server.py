@@ -9,16 +9,23 @@ A request is checked whole before it is run: every field of the wrong type or ou
 refused with its name and what it expects, where an in-process search would warn and ignore it
 (a program sent it, not a person typing). A failure inside the daemon is logged here with its
 traceback; the client is told only that there was one and the reference of the log line.
+
+Bounded, whoever connects: a few threads (one serving loop, WORKERS searching), MAX_CONNECTIONS
+open at once, CLIENT_SECONDS to send a request and to read its answer, MAX_REQUEST bytes a request.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
+import queue
 import secrets
+import selectors
 import socket
 import threading
+import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
@@ -33,6 +40,11 @@ from oaken.search.types import Explain, Hit, MatchedChunk, RetrieverTrace, Searc
 MAX_REQUEST = 1 << 20
 MAX_COUNT = (1 << 31) - 1  # limit and offset: far more mail than one mailbox holds
 MAX_ID = (1 << 63) - 1  # a thread number: SQLite's largest integer
+WORKERS = 4  # searches at once; more clients wait their turn without holding a thread
+MAX_CONNECTIONS = 64  # open at once; far more than one user's searches need
+CLIENT_SECONDS = 5.0  # to send the whole request, and to read the whole answer: a local client needs ms
+READ_CHUNK = 1 << 16
+STOP_POLL_SECONDS = 0.5  # how soon the loop sees stop_event
 
 
 class RequestError(OakenError):
@@ -163,11 +175,32 @@ def response_from_dict(data: dict[str, Any]) -> SearchResponse:
     return SearchResponse(**{**data, "hits": hits, "warnings": tuple(data["warnings"]), "explain": explain})
 
 
+class _Client:
+    """One connection as the serving loop sees it: reading its request, searching, or answering."""
+
+    __slots__ = ("sock", "deadline", "data", "out")
+
+    def __init__(self, sock: socket.socket, deadline: float):
+        self.sock = sock
+        self.deadline = deadline  # reading: the whole request by then; answering: the whole answer
+        self.data = bytearray()
+        self.out: memoryview | None = None  # the answer's unsent part, once there is one
+
+
 class SearchServer:
-    """Answers searches on the socket until `stop_event` is set; one thread per connection."""
+    """Answers searches on the socket until `stop_event` is set.
+
+    One thread owns every connection and never blocks on one (a selector): it accepts, reads each
+    request, writes each answer, and drops a client that has not sent its whole request, or read its
+    whole answer, within `timeout` seconds. A request read whole goes to `workers` threads that
+    check it and search; they never touch a socket, so a client that stalls half-way through its
+    request, or never reads its answer, holds no worker. At most `max_connections` are open: a new
+    client displaces the one waiting longest for its request, so idle clients cannot keep a search
+    out. However many connect, the server runs 1 + `workers` threads."""
 
     def __init__(self, config: Config, stop_event: threading.Event,
-                 search: Callable[..., SearchResponse] | None = None):
+                 search: Callable[..., SearchResponse] | None = None, *, workers: int = WORKERS,
+                 max_connections: int = MAX_CONNECTIONS, timeout: float = CLIENT_SECONDS):
         self.config = config
         self.stop_event = stop_event
         self.path = socket_path(config)
@@ -176,8 +209,18 @@ class SearchServer:
 
             search = engine.search
         self._search = search
+        self.workers = workers
+        self.max_connections = max_connections
+        self.timeout = timeout
         self._sock: socket.socket | None = None
         self.thread: threading.Thread | None = None
+        self._log = log.get("oaken.search.server")
+        # between the loop and the workers: (client key, request line) in, (client key, answer) out
+        self._requests: queue.SimpleQueue[tuple[int, bytes] | None] = queue.SimpleQueue()
+        self._answers: queue.SimpleQueue[tuple[int, bytes]] = queue.SimpleQueue()
+        self._keys = itertools.count()
+        self._clients: dict[int, _Client] = {}
+        self._reading: dict[int, _Client] = {}  # in order of arrival: the first has waited longest
 
     def start(self) -> "SearchServer":
         config_mod.ensure_data_dir(self.config)
@@ -192,9 +235,14 @@ class SearchServer:
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
-        sock.listen(16)
-        sock.settimeout(0.5)
+        sock.listen(128)
+        sock.setblocking(False)
         self._sock = sock
+        self._wake_r, self._wake_w = socket.socketpair()  # a worker's answer wakes the loop
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        for n in range(self.workers):
+            threading.Thread(target=self._work, name=f"oaken-search-worker-{n}", daemon=True).start()
         self.thread = threading.Thread(target=self._loop, name="oaken-search-server", daemon=True)
         self.thread.start()
         return self
@@ -206,45 +254,188 @@ class SearchServer:
         except Exception:  # noqa: BLE001 - a failing warm-up shows up again, as degraded, on real searches
             pass
 
+    # ---- the workers: a request line in, an answer out, no socket ----------------------------------
+
+    def _work(self) -> None:
+        while (item := self._requests.get()) is not None:
+            key, line = item
+            self._answers.put((key, self._answer(line)))
+            try:
+                self._wake_w.send(b"\0")
+            except OSError:  # BlockingIOError: the loop has wake-ups enough to read; else it has stopped
+                pass
+
+    def _answer(self, line: bytes) -> bytes:
+        query = ""
+        try:
+            query, params = parse_request(line, self.config.triage.categories)
+            return _encode(asdict(self._search(query, config=self.config, **params)))
+        except RequestError as e:
+            self._log.info("search.bad_request", error=str(e))
+            return _encode(asdict(ErrorReply(str(e), "bad_request")))
+        except Exception:  # noqa: BLE001 - the client falls back to searching itself
+            ref = secrets.token_hex(4)
+            self._log.exception("search.internal_error", ref=ref, query=query)
+            return _encode(asdict(ErrorReply(f"internal error; see the daemon log (ref {ref})",
+                                             "internal_error", ref)))
+
+    # ---- the serving loop: every connection, never blocking ----------------------------------------
+
     def _loop(self) -> None:
         assert self._sock is not None
-        while not self.stop_event.is_set():
+        selector = selectors.DefaultSelector()
+        selector.register(self._sock, selectors.EVENT_READ, "accept")
+        selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        accepting = True
+        try:
+            while not self.stop_event.is_set():
+                now = time.monotonic()
+                due = min((c.deadline for k, c in self._clients.items() if self._timed(k, c)),
+                          default=now + STOP_POLL_SECONDS)
+                for key, _events in selector.select(min(max(due - now, 0.0), STOP_POLL_SECONDS)):
+                    if key.data == "accept":
+                        accepting = self._accept(selector)
+                    elif key.data == "wake":
+                        self._take_answers(selector)
+                    elif key.data in self._reading:
+                        self._read(selector, key.data)
+                    elif key.data in self._clients:
+                        self._write(selector, key.data)
+                self._drop_late(selector)
+                if not accepting and len(self._clients) < self.max_connections:
+                    selector.register(self._sock, selectors.EVENT_READ, "accept")
+                    accepting = True
+        finally:
+            for key in list(self._clients):
+                self._drop(selector, key)
+            for _ in range(self.workers):
+                self._requests.put(None)
+            selector.close()
+            self._wake_r.close()
+            self._wake_w.close()
+            self.close()
+
+    def _accept(self, selector: selectors.BaseSelector) -> bool:
+        """Take the clients waiting to connect; False when every slot is searching or answering
+        (then new clients wait in the listen queue until one is free)."""
+        assert self._sock is not None
+        displaced = 0
+        for _ in range(self.max_connections):  # those waiting now, then back to the others
+            if len(self._clients) >= self.max_connections:
+                if not self._reading:
+                    selector.unregister(self._sock)
+                    return False
+                displaced += 1
+                self._drop(selector, next(iter(self._reading)),
+                           f"request: not sent whole before a newer client needed the connection "
+                           f"({self.max_connections} open at most)")
             try:
                 conn, _ = self._sock.accept()
-            except (TimeoutError, socket.timeout):
-                continue
-            except OSError:
+            except (BlockingIOError, InterruptedError):
                 break
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-        self.close()
+            except OSError as e:  # out of file descriptors: those open are served, new ones wait
+                self._log.warning("search.accept_failed", error=f"{type(e).__name__}: {e}")
+                break
+            conn.setblocking(False)
+            key = next(self._keys)
+            self._clients[key] = self._reading[key] = _Client(conn, time.monotonic() + self.timeout)
+            selector.register(conn, selectors.EVENT_READ, key)
+        if displaced:  # one line for a burst, not one per client
+            self._log.info("search.clients_dropped", count=displaced,
+                           reason=f"{self.max_connections} connections open; dropped those that waited longest "
+                                  "for their request")
+        return True
 
-    def _serve(self, conn: socket.socket) -> None:
-        logger = log.get("oaken.search.server")
-        with conn:
-            conn.settimeout(30)
+    def _read(self, selector: selectors.BaseSelector, key: int) -> None:
+        client = self._reading[key]
+        try:
+            chunk = client.sock.recv(READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:  # the client left: no one to answer
+            self._log.info("search.client_lost", error=f"{type(e).__name__}: {e}")
+            self._drop(selector, key)
+            return
+        data = client.data
+        if not chunk and not data:
+            self._drop(selector, key)  # connected and left without asking
+            return
+        newline = chunk.find(b"\n")
+        if newline >= 0 and len(data) + newline < MAX_REQUEST:
+            line = bytes(data + chunk[:newline + 1])
+        elif len(data) + len(chunk) >= MAX_REQUEST:
+            line = bytes((data + chunk)[:MAX_REQUEST])  # no newline within the cap: parse_request refuses it
+        elif not chunk:
+            line = bytes(data)  # the client shut its side after a line with no newline
+        else:
+            data += chunk
+            return
+        del self._reading[key]
+        client.data = bytearray()
+        selector.unregister(client.sock)
+        self._requests.put((key, line))
+
+    def _take_answers(self, selector: selectors.BaseSelector) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        while True:
             try:
-                line = conn.makefile("rb").readline(MAX_REQUEST)
-            except OSError as e:  # the client stalled or left: no one to answer
-                logger.info("search.client_lost", error=f"{type(e).__name__}: {e}")
+                key, answer = self._answers.get_nowait()
+            except queue.Empty:
                 return
-            if not line:
-                return  # connected and left without asking
-            query = ""
+            client = self._clients.get(key)
+            if client is None:
+                continue
+            client.out = memoryview(answer)
+            client.deadline = time.monotonic() + self.timeout
+            selector.register(client.sock, selectors.EVENT_WRITE, key)
+            self._write(selector, key)  # most answers fit in the socket's buffer at once
+
+    def _write(self, selector: selectors.BaseSelector, key: int) -> None:
+        client = self._clients[key]
+        assert client.out is not None
+        try:
+            client.out = client.out[client.sock.send(client.out):]
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:  # the client left without its answer
+            self._drop(selector, key)
+            return
+        if not client.out:
+            self._drop(selector, key)
+
+    def _timed(self, key: int, client: _Client) -> bool:
+        """Whether the client is on the clock: reading its request or its answer, not waiting for a search."""
+        return key in self._reading or client.out is not None
+
+    def _drop_late(self, selector: selectors.BaseSelector) -> None:
+        now = time.monotonic()
+        for key in [k for k, c in self._clients.items() if c.deadline <= now and self._timed(k, c)]:
+            if key in self._reading:
+                self._log.info("search.client_dropped", reason=f"no whole request within {self.timeout:g} s")
+                self._drop(selector, key, f"request: not sent whole within {self.timeout:g} s")
+            else:
+                self._log.info("search.client_dropped", reason=f"answer not read within {self.timeout:g} s")
+                self._drop(selector, key)
+
+    def _drop(self, selector: selectors.BaseSelector, key: int, why: str | None = None) -> None:
+        """Close a client's connection; `why`, to one still sending its request, is told it first
+        (if its socket takes the line at once: the loop never waits on a client)."""
+        client = self._clients.pop(key)
+        self._reading.pop(key, None)
+        try:
+            selector.unregister(client.sock)
+        except (KeyError, ValueError):
+            pass  # being searched for: not watched
+        if why is not None:
             try:
-                query, params = parse_request(line, self.config.triage.categories)
-                answer = _encode(asdict(self._search(query, config=self.config, **params)))
-            except RequestError as e:
-                logger.info("search.bad_request", error=str(e))
-                answer = _encode(asdict(ErrorReply(str(e), "bad_request")))
-            except Exception:  # noqa: BLE001 - the client falls back to searching itself
-                ref = secrets.token_hex(4)
-                logger.exception("search.internal_error", ref=ref, query=query)
-                answer = _encode(asdict(ErrorReply(f"internal error; see the daemon log (ref {ref})",
-                                                   "internal_error", ref)))
-            try:
-                conn.sendall(answer)
+                client.sock.send(_encode(asdict(ErrorReply(why, "bad_request"))))
             except OSError:
                 pass
+        client.sock.close()
 
     def close(self) -> None:
         if self._sock is not None:
