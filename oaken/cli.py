@@ -165,7 +165,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     fc = data.get("flag_changes")
     if fc and (fc["pending"] or fc["rejected"]):
         print(f"flag changes for the server: {fc['pending']} pending, {fc['rejected']} refused by the server")
-    print("keyword index: " + _fields(data.get("index", {})))
+    index = data.get("index", {})
+    # a damaged, locked or stale index.db: one line naming the file and the fix, not SQLite's report
+    print("keyword index: " + (f"{index['state']}: {index['problem']}" if index.get("problem") else _fields(index)))
     print("vectors: " + _fields(data.get("vectors", {})))
     return 0
 
@@ -321,6 +323,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     print(f"{report.indexed} messages indexed ({report.chunks} chunks), {report.updated} updated in place, "
           f"{report.deleted} removed, {report.problems} only partly readable (findable by their headers); "
           f"{report.seconds:.1f} s" + (" (rebuilt)" if report.rebuilt else ""))
+    if report.rebuild_reason:
+        print(f"index.db was built again from raw.db: {report.rebuild_reason}")
     vec = report.vectors
     if vec and "error" in vec:
         print(f"vectors: not updated: {vec['error']}")

@@ -1,10 +1,12 @@
 """The embedding pass: bring vectors/ up to what index.db holds, newest mail first.
 
 Runs after the keyword pass (`oaken reindex`, the daemon) and never blocks it: keyword search is
-complete long before the vectors are. Each round it
+complete long before the vectors are. It holds the writer lock (oaken.index.writelock) while it
+runs. Each round it
   1. drops a store built by another embedder or chunker, or by a backend whose vectors the
      fidelity checks do not allow to be mixed with the configured one's (stale vectors are never
-     mixed in); a compatible backend keeps the rows and is added to the store's record,
+     mixed in); a compatible backend keeps the rows and is added to the store's record. The new
+     table is marked as being rebuilt, and searches leave it out, until every chunk is in it,
   2. follows raw.db's change feed to refresh the prefilter fields (labels, folders, disposition)
      of stored rows and to remove the vectors of deleted messages,
   3. removes rows of chunks that index.db no longer holds (a message re-chunked or deleted),
@@ -30,7 +32,10 @@ from oaken.index.embed_cache import embed_cached, open_cache
 from oaken.index.backends import REFERENCE
 from oaken.index.embedders import Embedder, backend_of, load_embedder
 from oaken.index.minilm import NAME as MINILM
-from oaken.index.vectors import ChunkVector, Fingerprint, MessageFields, VectorStore, vectors_path, write_json
+from oaken.index import writelock
+from oaken.index.vectors import (ChunkVector, Fingerprint, MessageFields, VectorStore, rebuilding, vectors_path,
+                                 write_json)
+from oaken.index.vectors import rebuilt as rebuilt_store
 
 if TYPE_CHECKING:
     from oaken.index.keyword import KeywordIndex, StoredChunk
@@ -96,16 +101,19 @@ def embed_pending(config: Config, *, progress: Callable[[int], None] | None = No
     `progress(n)` is called with the number of chunks written since the last call."""
     started = time.monotonic()
     data_dir = config_mod.resolve_data_dir(config)
-    if embedder is not None:
-        _forget_last_pass(data_dir)  # the caller's embedder may not be the one the settings name
-        return _embed(config, data_dir, embedder, None, progress, limit, stop, started, given=True)
-    if config.embedder.model == "none":
+    if embedder is None and config.embedder.model == "none":
         return EmbedReport(None, 0, 0, 0, 0, 0, 0, False, 0.0)
-    last = _read_last_pass(data_dir, config)
-    idle = _nothing_to_do(config, data_dir, last)
-    if idle is not None:
-        return dataclasses.replace(idle, seconds=round(time.monotonic() - started, 3))
-    return _embed(config, data_dir, None, last, progress, limit, stop, started)
+    # one writer at a time: two passes at once would each find the same chunks missing and store
+    # them twice
+    with writelock.held(data_dir, "embedding pass"):
+        if embedder is not None:
+            _forget_last_pass(data_dir)  # the caller's embedder may not be the one the settings name
+            return _embed(config, data_dir, embedder, None, progress, limit, stop, started, given=True)
+        last = _read_last_pass(data_dir, config)
+        idle = _nothing_to_do(config, data_dir, last)
+        if idle is not None:
+            return dataclasses.replace(idle, seconds=round(time.monotonic() - started, 3))
+        return _embed(config, data_dir, None, last, progress, limit, stop, started)
 
 
 def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict | None,
@@ -141,7 +149,8 @@ def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict
                 # the cache holds that backend's vectors too (it is keyed by fingerprint): forget them all
                 with open_cache(store.path.parent) as cache:
                     cache.drop_other_models(keep="")
-                rebuilt = store.ensure(fp, rebuild=True, generation=generation)
+                rebuilt = store.ensure(fp, rebuild=True, generation=generation,
+                                       reason="vectors of a backend the fidelity checks do not allow to mix")
             store.record_backend(backend_of(embedder))
         raw_seq = raw.seq()
         index_state = index.chunk_state()  # read before the chunks: a later change shows as a mismatch
@@ -175,6 +184,8 @@ def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict
                 store.maintain()
             _write_cursor(data_dir, raw_seq)
             pending = max(0, total_todo - embedded)
+            if complete and pending == 0:
+                rebuilt_store(data_dir)  # whole again: searches may use it
             if given:
                 _forget_last_pass(data_dir)
             elif complete and pending == 0:
@@ -194,7 +205,7 @@ def _nothing_to_do(config: Config, data_dir: Path, last: dict | None) -> EmbedRe
     from oaken.store import open_store as open_raw
 
     folder = vectors_path(data_dir)
-    if not index_path(data_dir).exists() or not (data_dir / "raw.db").exists():
+    if not index_path(data_dir).exists() or not (data_dir / "raw.db").exists() or rebuilding(data_dir):
         return None
     try:
         with KeywordIndex(data_dir) as index, open_raw(data_dir, readonly=True) as raw:

@@ -315,11 +315,12 @@ class VectorStore:
                                                   "not searched until every chunk is embedded again "
                                                   "(`oaken reindex`, or the daemon)")
 
-    def ensure(self, fp: Fingerprint, *, rebuild: bool = False, generation: str | None = None) -> bool:
+    def ensure(self, fp: Fingerprint, *, rebuild: bool = False, generation: str | None = None,
+               reason: str = "asked for") -> bool:
         """Make sure the table exists for `fp` (and, given, the index.db `generation` whose chunk
         ids its rows carry); a table of another fingerprint or generation, or with the columns of
-        another Oaken version, or any table with `rebuild`, is dropped. Returns True when a stale
-        table was dropped."""
+        another Oaken version, or any table with `rebuild` (for `reason`), is dropped, and the new
+        one marked as being rebuilt (REBUILDING_FILE). Returns True when a stale table was dropped."""
         dropped = False
         if self.exists():
             found = self.fingerprint()
@@ -327,7 +328,7 @@ class VectorStore:
             if not rebuild and same and (generation is None or self.generation() == generation):
                 return False
             if rebuild:
-                why = "asked for"
+                why = reason
             elif found != fp:
                 why = "vectors of another model or chunker"
             elif not same:

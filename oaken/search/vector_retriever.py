@@ -271,6 +271,13 @@ class VectorRetriever:
                 break
             candidates = min(candidates * 2, s.max_candidates)
         timings["search"] = _ms(t2)
+        # a rebuild that began after _open's check may have emptied the table meanwhile: asked
+        # again after the search, so a partial list is never given as the whole one
+        from oaken.index.embedding import fingerprint_of
+        from oaken.index.vectors import rebuilding
+
+        if rebuilding(self.data_dir) is not None:
+            store.check(fingerprint_of(embedder))  # raises no_vectors, saying why
         hits = tuple(VectorMessageHit(m, rank, best.score, best.chunk_id, tuple(others))
                      for rank, (m, best, others) in enumerate(kept[:want], start=1))
         return VectorResult(hits, OK, tuple(warnings), hits[0].score if hits else None, rounds, candidates,

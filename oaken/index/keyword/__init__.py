@@ -29,7 +29,9 @@ API for the search layer (stable; see each docstring)
   Errors: a missing, corrupt or locked index.db raises IndexUnavailable (code
       "keyword_index_unavailable") on open or on query; a malformed MATCH raises QueryError.
   status(data_dir) -> {"state": "ok"|"missing"|"corrupt"|"locked", "messages", "chunks", "seq", ...}
-  KeywordWriter(data_dir): the indexer's writer; drop(data_dir) deletes index.db for a rebuild.
+  KeywordWriter(data_dir): the indexer's writer on the live index.db; KeywordWriter.build(data_dir)
+      a whole new one beside it, swapped in by publish() (readers see the old one or the new one,
+      never one half built); drop(data_dir) deletes index.db.
 
 Modules (import the names above from oaken.index.keyword; the modules are its parts)
   schema    where index.db is, its tables and SCHEMA_VERSION, opening it, failures as IndexUnavailable
@@ -37,16 +39,16 @@ Modules (import the names above from oaken.index.keyword; the modules are its pa
   filters   KeywordFilters as SQL conditions and a subject MATCH expression
   reader    KeywordIndex: ranking, newest, tokens_present, chunks for the vector side
   writer    KeywordWriter: the indexer's transactions
-  whole     index.db as a whole: status (for `oaken status`) and drop (for a rebuild)
+  whole     index.db as a whole: status (for `oaken status`), publishing a rebuilt one, drop
 """
 
 from oaken.index.keyword.reader import KeywordIndex
 from oaken.index.keyword.records import (SNIPPET_CLOSE, SNIPPET_OPEN, ChunkText, KeywordChunkHit, KeywordFilters,
                                          KeywordMessageHit, MessageFields, StoredChunk, quote)
 from oaken.index.keyword.schema import COLUMNS, UNAVAILABLE, index_path
-from oaken.index.keyword.whole import drop, status
+from oaken.index.keyword.whole import discard_leftovers, drop, status
 from oaken.index.keyword.writer import KeywordWriter
 
 __all__ = ["KeywordIndex", "KeywordWriter", "KeywordFilters", "KeywordChunkHit", "KeywordMessageHit", "StoredChunk",
-           "MessageFields", "ChunkText", "quote", "status", "drop", "index_path", "COLUMNS", "SNIPPET_OPEN",
-           "SNIPPET_CLOSE", "UNAVAILABLE"]
+           "MessageFields", "ChunkText", "quote", "status", "drop", "discard_leftovers", "index_path", "COLUMNS",
+           "SNIPPET_OPEN", "SNIPPET_CLOSE", "UNAVAILABLE"]

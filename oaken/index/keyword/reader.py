@@ -58,7 +58,10 @@ class KeywordIndex:
         if not self.path.exists():
             raise unavailable(self.path, "missing", "no file")
         try:
-            self.db = connect(self.path, write=False, busy_ms=busy_ms)
+            try:
+                self.db = connect(self.path, write=False, busy_ms=busy_ms)
+            except apsw.CantOpenError:  # swapped for a rebuilt index.db between finding and opening it
+                self.db = connect(self.path, write=False, busy_ms=busy_ms)
             check_version(self.db, self.path)
         except apsw.Error as e:
             raise unavailable(self.path, classify(e), str(e)) from None

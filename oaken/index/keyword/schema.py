@@ -4,6 +4,14 @@ A failure to open or read it becomes IndexUnavailable with a state ("missing", "
 "locked", "stale") and the fix; the reader, the writer and `status` all report through here.
 There are no migrations: index.db is derived, so another SCHEMA_VERSION means "stale", and
 `oaken reindex --rebuild` makes it again from raw.db.
+
+A whole index.db (a first build or a rebuild) is built beside the live one as
+`index-<generation>.db` and published by pointing the symbolic link `index.db` at it (whole.py):
+SQLite names a database's -wal and -shm files after the file the link resolves to, so readers of
+the old and of the new index.db never share them. (Renaming the new file over the old one would:
+a reader of the new file would read the old file's WAL frames as its own, and the last reader of
+the old file would delete the new one's -wal and -shm on closing.) An index.db made before this
+is a plain file, written in place until its first rebuild.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import apsw
 from oaken.errors import IndexUnavailable
 
 INDEX_FILE = "index.db"
+BUILD_PREFIX = "index-"  # index-<generation>.db: a whole index.db, being built or published
 SCHEMA_VERSION = 2  # 2: recipients on a message's first chunk only
 COLUMNS = ("subject", "sender", "recipients", "body", "quoted", "attachments")
 UNAVAILABLE = "keyword_index_unavailable"
@@ -82,6 +91,11 @@ def index_path(data_dir: Path) -> Path:
     return Path(data_dir) / INDEX_FILE
 
 
+def build_path(data_dir: Path, generation: str) -> Path:
+    """Where a whole new index.db of this generation is built (and stays, once published)."""
+    return Path(data_dir) / f"{BUILD_PREFIX}{generation}.db"
+
+
 def unavailable(path: Path, state: str, detail: str) -> IndexUnavailable:
     what = {"missing": "does not exist yet", "corrupt": "is damaged", "locked": "is locked by another process",
             "stale": "was made by another version of Oaken"}[state]
@@ -91,6 +105,7 @@ def unavailable(path: Path, state: str, detail: str) -> IndexUnavailable:
     err = IndexUnavailable(f"{path}: keyword index {what} ({detail}); {fix}")
     err.code = UNAVAILABLE  # type: ignore[attr-defined]
     err.state = state  # type: ignore[attr-defined]
+    err.detail = detail  # type: ignore[attr-defined]
     return err
 
 
@@ -113,3 +128,31 @@ def check_version(db: apsw.Connection, path: Path) -> None:
     row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     if not row or row[0] != SCHEMA_VERSION:
         raise unavailable(path, "stale", f"schema {row[0] if row else None}, expected {SCHEMA_VERSION}")
+
+
+def damage(db: apsw.Connection) -> str | None:
+    """None when SQLite's quick_check finds index.db sound, else what it found, as one line.
+
+    It reads every page: 0.2 s for the 26 MB index.db of the Enron Lay and Skilling mailboxes,
+    0.5 s for 100 MB (those mailboxes four times), 1.0 s for that from a cold page cache. The
+    indexer runs it once per process and file (`oaken reindex` each time; the daemon on its first
+    pass), not on every pass."""
+    try:
+        rows = [str(r[0]) for r in db.execute("PRAGMA quick_check(10)")]
+    except (apsw.BusyError, apsw.LockedError):
+        raise
+    except apsw.Error as e:  # too damaged for the check to walk it
+        return f"{type(e).__name__}: {e}"
+    if rows == ["ok"]:
+        return None
+    return one_line(rows)
+
+
+def one_line(report: list[str]) -> str:
+    """SQLite's quick_check rows ("*** in database main ***", "Page 5: ...") as one line."""
+    lines = [ln.strip() for row in report for ln in row.splitlines()]
+    problems = [ln for ln in lines if ln and not ln.startswith("***")]
+    if not problems:
+        return "quick_check failed"
+    more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+    return f"quick_check: {problems[0]}{more}"

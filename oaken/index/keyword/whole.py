@@ -1,4 +1,11 @@
-"""index.db as a whole: what it holds (for `oaken status`) and deleting it (for a rebuild)."""
+"""index.db as a whole: what it holds (for `oaken status`), publishing a rebuilt one, deleting it.
+
+The live index.db is the symbolic link `index.db` -> `index-<generation>.db` (schema.py says why
+a link and not a rename). Publishing a new one replaces the link in one rename, so a search opens
+either the old index.db or the new one, never one half built. The old file is unlinked at once:
+a reader that has it open keeps reading it, and the last one to close it removes its -wal and
+-shm (they are named after it, so they are nobody else's).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +16,15 @@ import apsw
 
 from oaken.errors import IndexUnavailable
 from oaken.index.keyword.reader import KeywordIndex
-from oaken.index.keyword.schema import classify, index_path
+from oaken.index.keyword.schema import BUILD_PREFIX, classify, damage, index_path, unavailable
+
+_COMPANIONS = ("-wal", "-shm", "-journal")
+_SWAP_SUFFIX = ".swap"  # index.db.swap: the new link, renamed over index.db
 
 
 def status(data_dir: Path) -> dict:
-    """What index.db holds, for `oaken status`: never raises."""
+    """What index.db holds, for `oaken status`: never raises. A damaged, locked or stale index.db
+    has a `problem`: one line naming the file and the fix."""
     path = index_path(data_dir)
     if not path.exists():
         return {"state": "missing", "messages": 0, "chunks": 0, "seq": 0, "path": str(path)}
@@ -23,15 +34,21 @@ def status(data_dir: Path) -> dict:
         return {"state": getattr(e, "state", "corrupt"), "messages": 0, "chunks": 0, "seq": 0, "path": str(path),
                 "problem": str(e)}
     try:
-        check = idx.db.execute("PRAGMA quick_check").fetchone()[0]
-        if check != "ok":
-            return {"state": "corrupt", "messages": 0, "chunks": 0, "seq": 0, "path": str(path), "problem": check}
+        found = damage(idx.db)
+        if found is not None:
+            return {"state": "corrupt", "messages": 0, "chunks": 0, "seq": 0, "path": str(path),
+                    "problem": str(unavailable(path, "corrupt", found))}
         messages, chunks = idx.counts()
+        real = os.path.realpath(path)
         return {"state": "ok", "messages": messages, "chunks": chunks, "seq": idx.seq(), "path": str(path),
-                "bytes": path.stat().st_size + _size(str(path) + "-wal")}
-    except (IndexUnavailable, apsw.Error) as e:
-        state = getattr(e, "state", None) or (classify(e) if isinstance(e, apsw.Error) else "corrupt")
-        return {"state": state, "messages": 0, "chunks": 0, "seq": 0, "path": str(path), "problem": str(e)}
+                "bytes": os.stat(real).st_size + _size(real + "-wal")}
+    except IndexUnavailable as e:
+        return {"state": getattr(e, "state", "corrupt"), "messages": 0, "chunks": 0, "seq": 0, "path": str(path),
+                "problem": str(e)}
+    except apsw.Error as e:
+        state = classify(e)
+        return {"state": state, "messages": 0, "chunks": 0, "seq": 0, "path": str(path),
+                "problem": str(unavailable(path, state, str(e)))}
     finally:
         idx.close()
 
@@ -43,11 +60,70 @@ def _size(path: str) -> int:
         return 0
 
 
-def drop(data_dir: Path) -> None:
-    """Delete index.db and its WAL files (rebuild)."""
+def published(data_dir: Path) -> Path | None:
+    """The index-<generation>.db the live index.db links to; None for a plain file or none."""
     path = index_path(data_dir)
-    for suffix in ("", "-wal", "-shm", "-journal"):
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return None
+    name = os.path.basename(target)
+    return path.parent / name if name.startswith(BUILD_PREFIX) else None
+
+
+def swap_in(data_dir: Path, built: Path) -> None:
+    """Make `built` (closed, checkpointed, beside index.db) the live index.db in one rename."""
+    path = index_path(data_dir)
+    old = published(data_dir)
+    link = path.with_name(path.name + _SWAP_SUFFIX)
+    _unlink(link)
+    os.symlink(built.name, link)  # relative: the data directory can move
+    os.replace(link, path)
+    if old is not None and old.name != built.name:
         try:
-            os.unlink(str(path) + suffix)
-        except FileNotFoundError:
-            pass
+            _unlink(old)  # readers that have it open keep it; its -wal and -shm go with its last reader
+        except OSError:
+            pass  # published all the same; the next build's discard_leftovers removes it
+
+
+def discard_build(built: Path) -> None:
+    for suffix in ("", *_COMPANIONS):
+        _unlink(Path(str(built) + suffix))
+
+
+def discard_leftovers(data_dir: Path) -> None:
+    """Remove what no reader can open any more: builds a crashed writer left unfinished, and the
+    -wal and -shm of index.db files already replaced whose last reader was killed. Only a writer
+    (holding oaken.index.writelock) calls this, so no build of another process is under way."""
+    data_dir = Path(data_dir)
+    path = index_path(data_dir)
+    live = published(data_dir)
+    _unlink(path.with_name(path.name + _SWAP_SUFFIX))
+    try:
+        names = os.listdir(data_dir)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(BUILD_PREFIX) and ".db" in name and (live is None or not name.startswith(live.name)):
+            _unlink(data_dir / name)
+    if path.is_symlink():  # a plain index.db replaced by the first rebuild: its files are no one's now
+        for suffix in _COMPANIONS:
+            _unlink(Path(str(path) + suffix))
+
+
+def drop(data_dir: Path) -> None:
+    """Delete index.db, the file it links to, their -wal and -shm, and any unfinished build."""
+    path = index_path(data_dir)
+    live = published(data_dir)
+    for suffix in ("", *_COMPANIONS, _SWAP_SUFFIX):
+        _unlink(Path(str(path) + suffix))
+    if live is not None:
+        discard_build(live)
+    discard_leftovers(data_dir)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -12,24 +12,31 @@ from typing import Iterable, Iterator, Sequence
 import apsw
 
 from oaken.index.keyword.records import ChunkText, MessageFields
-from oaken.index.keyword.schema import (COLUMNS, DISPOSITION_INDEX, SCHEMA, check_version, classify, connect, index_path,
-                                        unavailable)
+from oaken.index.keyword.schema import (COLUMNS, DISPOSITION_INDEX, SCHEMA, build_path, check_version, classify, connect,
+                                        damage, index_path, unavailable)
+from oaken.index.keyword.whole import discard_build, swap_in
 
 
 class KeywordWriter:
     """index.db opened for writing by the indexer; creates it when missing.
 
     Durability is off (synchronous=OFF): index.db is rebuilt from raw.db after a crash.
+    `KeywordWriter.build(data_dir)` makes a whole new one beside the live index.db instead, which
+    no reader sees until `publish()` swaps it in.
     """
 
-    def __init__(self, data_dir: Path, *, busy_ms: int = 30_000):
-        self.path = index_path(data_dir)
+    def __init__(self, data_dir: Path, *, busy_ms: int = 30_000, _path: Path | None = None,
+                 _generation: str | None = None):
+        self.data_dir = Path(data_dir)
+        self.path = _path if _path is not None else index_path(data_dir)
+        self.building = _path is not None  # a new index.db beside the live one, not yet published
+        self.generation = ""  # KeywordIndex.generation: made anew with every index.db
         new = not self.path.exists()
         if new:
             fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)  # it holds mail text: private
             os.close(fd)
         try:
-            self.db = connect(self.path, write=True, busy_ms=busy_ms)
+            self.db = _connect(self.path, busy_ms)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=OFF")
             self.db.execute("PRAGMA cache_size=-8000")  # 8 MB: the benchmark sums every process's memory
@@ -39,11 +46,51 @@ class KeywordWriter:
                     if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
                         self.db.execute(SCHEMA)
                         # chunk ids restart with every index.db: vectors/ keyed by them must know which
-                        self.db.execute("INSERT INTO meta VALUES ('generation', ?)", (uuid.uuid4().hex,))
+                        self.db.execute("INSERT INTO meta VALUES ('generation', ?)",
+                                        (_generation or uuid.uuid4().hex,))
             check_version(self.db, self.path)
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            self.generation = str(row[0]) if row else ""
             if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages_disposition'").fetchone():
                 with self.transaction():  # an index.db made before it: ~0.1 s at 100k messages, once
                     self.db.execute(DISPOSITION_INDEX)
+        except apsw.Error as e:
+            raise unavailable(self.path, classify(e), str(e)) from None
+
+    @classmethod
+    def build(cls, data_dir: Path, *, busy_ms: int = 30_000) -> "KeywordWriter":
+        """A new, empty index.db beside the live one (index-<generation>.db, private), for a first
+        build or a rebuild: readers go on with the live index.db until `publish`."""
+        generation = uuid.uuid4().hex
+        path = build_path(data_dir, generation)
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        try:
+            return cls(data_dir, busy_ms=busy_ms, _path=path, _generation=generation)
+        except BaseException:
+            discard_build(path)
+            raise
+
+    def publish(self) -> None:
+        """Swap this whole new index.db in for the live one and close it: a search opening index.db
+        from now on reads it; one that opened the old file keeps reading that."""
+        assert self.building, "publish() is for an index.db made by KeywordWriter.build"
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the file itself, no -wal
+        self.close()
+        swap_in(self.data_dir, self.path)
+        self.building = False
+
+    def discard(self) -> None:
+        """Close and delete an index.db being built (the build failed): the live one stays."""
+        try:
+            self.close()
+        finally:
+            if self.building:
+                discard_build(self.path)
+
+    def damage(self) -> str | None:
+        """What SQLite's quick_check finds wrong with this index.db, as one line; None when sound."""
+        try:
+            return damage(self.db)
         except apsw.Error as e:
             raise unavailable(self.path, classify(e), str(e)) from None
 
@@ -52,7 +99,10 @@ class KeywordWriter:
             self.db.execute("PRAGMA optimize")
         except apsw.Error:
             pass
-        self.db.close()
+        try:
+            self.db.close()
+        except apsw.Error:  # a damaged file can refuse even this; the connection is gone all the same
+            pass
 
     def __enter__(self) -> "KeywordWriter":
         return self
@@ -160,3 +210,10 @@ class KeywordWriter:
     def counts(self) -> tuple[int, int]:
         return (self.db.execute("SELECT count(*) FROM messages").fetchone()[0],
                 self.db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+
+def _connect(path: Path, busy_ms: int) -> apsw.Connection:
+    try:
+        return connect(path, write=True, busy_ms=busy_ms)
+    except apsw.CantOpenError:  # index.db was swapped for a rebuilt one between finding and opening it
+        return connect(path, write=True, busy_ms=busy_ms)
