@@ -24,7 +24,9 @@ LETTER = ("I am writing to urge you to donate the millions of dollars you made f
 
 
 def texts(table: dict[int, tuple[str, str]]):
-    return lambda ms: {m: table[m] for m in ms if m in table}
+    """fold's subjects and bodies from a table of (subject, words)."""
+    return (lambda ms: {m: table[m][0] for m in ms if m in table},
+            lambda ms: {m: table[m][1] for m in ms if m in table})
 
 
 def test_copies_fold_behind_the_first_and_pages_join() -> None:
@@ -37,11 +39,11 @@ def test_copies_fold_behind_the_first_and_pages_join() -> None:
         6: ("Something else", f"Dan\n{LETTER}\nSincerely, Dan"),  # same words, another subject: kept
     }
     order = [1, 2, 3, 4, 5, 6]
-    kept, folded = copies.fold(order, lambda m: m, need=10, texts=texts(table))
+    kept, folded = copies.fold(order, lambda m: m, 10, *texts(table))
     assert kept == [1, 2, 4, 6] and folded == {1: (3, 5)}
     # a page reads only as far as it needs; the next page, reading further, continues the same list
-    first, _ = copies.fold(order, lambda m: m, need=2, texts=texts(table), block=2)
-    second, _ = copies.fold(order, lambda m: m, need=4, texts=texts(table), block=2)
+    first, _ = copies.fold(order, lambda m: m, 2, *texts(table), block=2)
+    second, _ = copies.fold(order, lambda m: m, 4, *texts(table), block=2)
     assert first[:2] == [1, 2] and second[2:4] == [4, 6]
 
 

@@ -23,7 +23,8 @@ _WORD = re.compile(r"[^\W_]+")
 _PREFIX = re.compile(r"^\s*((re|fw|fwd|aw|wg|sv|tr)\s*(\[\d+\])?\s*:\s*)+", re.I)
 
 T = TypeVar("T")
-Texts = Callable[[Sequence[int]], dict[int, tuple[str, str]]]  # message -> (subject, own words)
+Subjects = Callable[[Sequence[int]], dict[int, str]]  # message -> subject
+Bodies = Callable[[Sequence[int]], dict[int, str]]  # message -> its own words
 
 
 def subject_key(subject: str) -> str:
@@ -46,39 +47,46 @@ def _alike(a: frozenset[int], b: frozenset[int]) -> bool:
     return shared >= MIN_JACCARD * (len(small) + len(large) - shared)
 
 
-def fold(order: Sequence[T], message_of: Callable[[T], int], need: int, texts: Texts,
+def fold(order: Sequence[T], message_of: Callable[[T], int], need: int, subjects: Subjects, bodies: Bodies,
          block: int = 16) -> tuple[list[T], dict[int, tuple[int, ...]]]:
     """`order` (best first) with each copy removed behind the first of its group, read until
     `need` groups are known (or the list ends); returns the folded list, whole, and for each
-    message standing for others the copies it stands for (in rank order). Shingles are made only
-    for messages whose subject another message of the window shares (few: a page's subjects
-    mostly differ), so a search pays little for it."""
+    message standing for others the copies it stands for (in rank order). Only subjects are read
+    for every message; words and shingles only for messages whose subject another message of the
+    window shares (few: a page's subjects mostly differ), so a search pays little for it."""
     kept: list[T] = []
     copies: dict[int, list[int]] = {}
-    # subject -> [message standing for its group, its words, its shingles once made]
+    # subject -> [[message standing for its group, its shingles once made (None: not yet)], ...]
     groups: dict[str, list[list]] = {}
+    words: dict[int, str] = {}
+
+    def shingles_of(ms: list[int]) -> None:
+        missing = [m for m in ms if m not in words]
+        if missing:
+            words.update(bodies(missing))
+
     i = 0
     while i < len(order) and len(kept) < need:
         chunk = order[i:i + block]
         i += len(chunk)
-        known = texts([message_of(x) for x in chunk])
+        known = subjects([message_of(x) for x in chunk])
         for x in chunk:
             m = message_of(x)
-            subject, body = known.get(m, ("", ""))
-            group = groups.setdefault(subject_key(subject), [])
+            group = groups.setdefault(subject_key(known.get(m, "")), [])
             first = None
             if group:
-                sh = shingles(body)
+                shingles_of([m, *(g[0] for g in group if g[1] is None)])
+                sh = shingles(words.get(m, ""))
                 for member in group:
                     if sh is None:
                         break
-                    if member[2] is None:
-                        member[2] = shingles(member[1]) or frozenset()
-                    if member[2] and _alike(sh, member[2]):
+                    if member[1] is None:
+                        member[1] = shingles(words.get(member[0], "")) or frozenset()
+                    if member[1] and _alike(sh, member[1]):
                         first = member[0]
                         break
             if first is None:
-                group.append([m, body, None])
+                group.append([m, None])
                 kept.append(x)
             else:
                 copies.setdefault(first, []).append(m)
@@ -87,13 +95,16 @@ def fold(order: Sequence[T], message_of: Callable[[T], int], need: int, texts: T
     return kept, {m: tuple(ms) for m, ms in copies.items()}
 
 
-def body_texts(index: object) -> Texts:
-    """The `texts` of fold from index.db: each message's subject and its body chunks' text."""
+def from_index(index: object) -> tuple[Subjects, Bodies]:
+    """fold's `subjects` and `bodies` from index.db: subjects, and the body chunks' text."""
 
-    def read(messages: Iterable[int]) -> dict[int, tuple[str, str]]:
-        out: dict[int, tuple[str, list[str]]] = {}
+    def subjects(messages: Sequence[int]) -> dict[int, str]:
+        return index.subjects(messages)  # type: ignore[attr-defined]
+
+    def bodies(messages: Sequence[int]) -> dict[int, str]:
+        out: dict[int, list[str]] = {}
         for c in index.chunks_of(messages, kind="body"):  # type: ignore[attr-defined]
-            out.setdefault(c.message, (c.subject, []))[1].append(c.text)
-        return {m: (s, "\n".join(parts)) for m, (s, parts) in out.items()}
+            out.setdefault(c.message, []).append(c.text)
+        return {m: "\n".join(parts) for m, parts in out.items()}
 
-    return read
+    return subjects, bodies

@@ -460,7 +460,7 @@ def _fold(data_dir: Path, order: list[Any], need: int) -> tuple[list[Any], dict[
 
     try:
         with KeywordIndex(data_dir) as index:
-            return copies.fold(order, lambda o: o[0], need, copies.body_texts(index))
+            return copies.fold(order, lambda o: o[0], need, *copies.from_index(index))
     except IndexUnavailable:
         return order, {}
 

@@ -235,6 +235,11 @@ class KeywordIndex:
     _CHUNK_SQL = ("SELECT c.id, c.message, c.ord, c.kind, c.tokens, c.text, m.subject FROM chunks c "
                   "JOIN messages m ON m.id = c.message")
 
+    def subjects(self, messages: Iterable[int]) -> dict[int, str]:
+        """message -> subject, for the messages index.db holds."""
+        return dict(self._run("SELECT id, subject FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                              [json.dumps(sorted(set(messages)))]))
+
     def chunks_of(self, messages: Iterable[int], kind: str | None = "body") -> list[StoredChunk]:
         """The chunks of these messages in order (kind None: quoted ones too)."""
         sql = self._CHUNK_SQL + " WHERE c.message IN (SELECT value FROM json_each(?))"
