@@ -121,6 +121,13 @@ def _questions(args: argparse.Namespace) -> int:
     return 0
 
 
+def _save(out: Path, name: str, doc: dict) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / name
+    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
 def _calibrate_real(args: argparse.Namespace) -> int:
     from oaken.evals.questions import split
 
@@ -137,9 +144,7 @@ def _calibrate_real(args: argparse.Namespace) -> int:
            "floor": {"tuned_on": "dev", "tuned": asdict(floor), "reported_on": "test", "reported": asdict(floor_test)},
            "low_confidence": {"tuned_on": "dev", "tuned": asdict(tuned), "reported_on": "test",
                               "reported": asdict(held_out)}}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"calibration-real-{'live' if args.live else 'concept'}.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    path = _save(args.out, f"calibration-real-{'live' if args.live else 'concept'}.json", doc)
     print(f"{tuned.model} ({retrieval.answered_by(meta)})\n"
           f"vector_min_cosine = {floor.floor:.2f}: right answers lost on dev {floor.answer_lost:.0%}, "
           f"test {floor_test.answer_lost:.0%} of paraphrases; hits for unanswerable dev {floor.unanswerable_hits:.1f}, "
@@ -161,9 +166,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         held_out = calibrate.report(qs2, cfg2, tuned.threshold)
     doc = {"tuned_on_seed": args.tune_seed, "tuned": asdict(tuned),
            "reported_on_seed": args.report_seed, "reported": asdict(held_out), "messages": args.messages}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"calibration-{'live' if args.live else 'concept'}.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    path = _save(args.out, f"calibration-{'live' if args.live else 'concept'}.json", doc)
     print(f"{tuned.model}: low_confidence_cosine = {tuned.threshold:.3f}\n"
           f"  tuned on seed {args.tune_seed}: unanswerable flagged {tuned.unanswerable_flagged:.0%}, "
           f"answerable flagged {tuned.answerable_flagged:.0%}\n"
