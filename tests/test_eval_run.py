@@ -136,3 +136,27 @@ def test_split_is_fixed_and_stratified() -> None:
         assert sum(q.kind == kind for q in test) == n // 2
     dev2, test2 = split(list(reversed(qs)))  # the seed decides, not the file's order
     assert {q.id for q in dev2} == {q.id for q in dev} and {q.id for q in test2} == {q.id for q in test}
+
+
+def test_floor_calibration_keeps_right_answers(tmp_path: Path) -> None:
+    """calibrate --real's floor step on real mail (the 27 Enron questions, concept embedder): the
+    floor chosen removes the only right answer of at most 5 % of the paraphrases it was tuned on."""
+    from oaken.evals import calibrate
+
+    cfg, qs, meta = harness.prepare_corpus(tmp_path, [DATA / "enron"], [DATA / "enron-questions.jsonl"])
+    floor = calibrate.tune_floor(qs, cfg)
+    assert floor.floor in calibrate.FLOOR_GRID and floor.answer_lost <= 0.05
+    assert meta["vectors"]["path"] == "exact"
+
+
+def test_paraphrase_overlap_is_counted_against_the_mail() -> None:
+    from oaken.evals import overlap
+    from oaken.evals.questions import Question, load_jsonl
+
+    qs = [q for q in load_jsonl(DATA / "enron-questions.jsonl") if q.kind == "paraphrase"]
+    found = overlap.check(qs, [DATA / "enron"])
+    assert [o.question.id for o in found] == [q.id for q in qs]
+    target = qs[0].relevant[0]
+    words = overlap.texts_by_message_id([DATA / "enron"], {target})[target].split()
+    copied = Question("copied", "paraphrase", " ".join(words[:40]), (target,))
+    assert len(overlap.check([copied], [DATA / "enron"])[0].shared) > overlap.MAX_SHARED
