@@ -194,14 +194,17 @@ def test_vectors_follow_a_rebuilt_index(indexed: Config) -> None:
     cfg = dataclasses.replace(indexed, embedder=config_mod.EmbedderConfig(model="concept"))
     embed_pending(cfg)
     data_dir = config_mod.resolve_data_dir(cfg)
+    warm = VectorRetriever(cfg)  # one retriever across the rebuild, as the daemon keeps one
+    assert warm.retrieve("search mail", VectorFilters(), want=5).state == "ok"
     with open_index(cfg) as idx:
         before = idx.generation()
     keyword.drop(data_dir)
     indexer.update(cfg, keyword_only=True)
     with open_index(cfg) as idx:
         assert idx.generation() != before
-    stale = VectorRetriever(cfg).retrieve("search mail", VectorFilters(), want=5)
-    assert stale.degraded_reason == "model_mismatch" and "rebuilt" in stale.warnings[0]
+    for retriever in (VectorRetriever(cfg), warm):
+        stale = retriever.retrieve("search mail", VectorFilters(), want=5)
+        assert stale.degraded_reason == "model_mismatch" and "rebuilt" in stale.warnings[0]
     report = embed_pending(cfg)
     assert report.rebuilt and report.pending == 0
     with open_index(cfg) as idx:
@@ -209,6 +212,7 @@ def test_vectors_follow_a_rebuilt_index(indexed: Config) -> None:
         assert VectorStore(data_dir).chunk_messages() == chunks
         assert VectorStore(data_dir).generation() == idx.generation()
     assert VectorRetriever(cfg).retrieve("search mail", VectorFilters(), want=5).state == "ok"
+    assert warm.retrieve("search mail", VectorFilters(), want=5).state == "ok"
 
 
 def _in_use_pages(path: Path) -> tuple[int, dict[str, list[int]]]:

@@ -309,6 +309,12 @@ class VectorStore:
             raise VectorUnavailable("model_mismatch", f"{self.path}: vectors of {what}, but the configuration "
                                                       f"wants {expected.describe()}; they are stale and not "
                                                       "searched until `oaken reindex` rebuilds them")
+        self.check_whole()
+
+    def check_whole(self) -> None:
+        """Raise VectorUnavailable("no_vectors") while the table is being rebuilt (REBUILDING_FILE):
+        it holds only part of the mail. Asked before a search and again after it, since a rebuild
+        may begin in between."""
         marker = rebuilding(self.path.parent)
         if marker is not None:
             raise VectorUnavailable("no_vectors", f"{self.path}: being rebuilt ({marker.get('reason', 'stale')}); "

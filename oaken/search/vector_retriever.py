@@ -13,6 +13,7 @@ and the engine answers from the keyword side.
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import threading
@@ -137,6 +138,7 @@ class VectorRetriever:
         self._embedder = embedder
         self._store: VectorStore | None = None
         self._backend_verdicts: dict[tuple[tuple[str, ...], str], tuple[str, ...]] = {}
+        self._generation: tuple[tuple[str, int], str] | None = None  # (index.db's file, its generation)
 
     @property
     def enabled(self) -> bool:
@@ -202,17 +204,32 @@ class VectorRetriever:
         self._check_generation(self._store)
         return self._store
 
+    def _index_generation(self) -> str | None:
+        """index.db's generation, read once per file: a rebuild puts a new file behind the
+        index.db link, so the file's real path and inode name the generation (opening index.db for
+        it on every search cost 0.5 ms). None when index.db cannot be opened."""
+        from oaken.errors import IndexUnavailable
+        from oaken.index.keyword import KeywordIndex, index_path
+
+        path = index_path(self.data_dir)
+        try:
+            key = (os.path.realpath(path), os.stat(path).st_ino)
+        except OSError:
+            return None
+        if self._generation is None or self._generation[0] != key:
+            try:
+                with KeywordIndex(self.data_dir) as index:
+                    self._generation = (key, index.generation())
+            except IndexUnavailable:
+                return None
+        return self._generation[1]
+
     def _check_generation(self, store: VectorStore) -> None:
         """VectorUnavailable("model_mismatch") when the rows carry the chunk ids of an index.db
         since rebuilt (which numbers chunks again): their chunks, snippets and matched chunks would
         be other text. Stale until the embedding pass follows (from the cache: seconds)."""
-        from oaken.errors import IndexUnavailable
-        from oaken.index.keyword import KeywordIndex
-
-        try:
-            with KeywordIndex(self.data_dir) as index:
-                current = index.generation()
-        except IndexUnavailable:
+        current = self._index_generation()
+        if current is None:
             return  # the keyword side says so itself; the vectors can still answer
         if store.generation() != current:
             raise VectorUnavailable("model_mismatch", f"{store.path}: vectors made for an index.db since rebuilt; "
@@ -273,11 +290,7 @@ class VectorRetriever:
         timings["search"] = _ms(t2)
         # a rebuild that began after _open's check may have emptied the table meanwhile: asked
         # again after the search, so a partial list is never given as the whole one
-        from oaken.index.embedding import fingerprint_of
-        from oaken.index.vectors import rebuilding
-
-        if rebuilding(self.data_dir) is not None:
-            store.check(fingerprint_of(embedder))  # raises no_vectors, saying why
+        store.check_whole()
         hits = tuple(VectorMessageHit(m, rank, best.score, best.chunk_id, tuple(others))
                      for rank, (m, best, others) in enumerate(kept[:want], start=1))
         return VectorResult(hits, OK, tuple(warnings), hits[0].score if hits else None, rounds, candidates,
