@@ -109,35 +109,43 @@ def _lost(question: Question, unfloored: Sequence[str], floored: Sequence[str]) 
     return bool(rel & set(unfloored[:10])) and not rel & set(floored[:10])
 
 
-def floor_rates(questions: Sequence[Question], config: Config, floor: float,
-                unfloored: dict[str, Sequence[str]]) -> tuple[float, float]:
-    """(share of paraphrases that lose every right answer in the top 10, mean hits on unanswerable)."""
+def lost_share(paraphrases: Sequence[Question], config: Config, floor: float,
+               unfloored: dict[str, Sequence[str]]) -> float:
+    """The share of paraphrase questions whose every right answer in the top 10 the floor removes."""
     cfg = with_floor(config, floor)
-    para = [q for q in questions if q.kind == "paraphrase"]
-    none = [q for q in questions if not q.relevant]
-    lost = sum(_lost(q, unfloored[q.id], ask(q, "hybrid", cfg).ranked) for q in para)
-    hits = sum(len(ask(q, "hybrid", cfg).ranked) for q in none)
-    return (round(lost / len(para), 4) if para else 0.0, round(hits / len(none), 2) if none else 0.0)
+    lost = sum(_lost(q, unfloored[q.id], ask(q, "hybrid", cfg).ranked) for q in paraphrases)
+    return round(lost / len(paraphrases), 4) if paraphrases else 0.0
+
+
+def mean_hits(unanswerable: Sequence[Question], config: Config, floor: float) -> float:
+    """Hits listed on average for questions the mail does not answer."""
+    cfg = with_floor(config, floor)
+    hits = sum(len(ask(q, "hybrid", cfg).ranked) for q in unanswerable)
+    return round(hits / len(unanswerable), 2) if unanswerable else 0.0
+
+
+def _unfloored(paraphrases: Sequence[Question], config: Config) -> dict[str, Sequence[str]]:
+    base = with_floor(config, None)
+    return {q.id: ask(q, "hybrid", base).ranked for q in paraphrases}
 
 
 def tune_floor(questions: Sequence[Question], config: Config, max_lost: float = 0.05) -> Floor:
     """The highest floor that removes the only right answer of at most `max_lost` of the
     paraphrase questions: it keeps unrelated mail out of lists as far as that allows."""
-    base = with_floor(config, None)
-    unfloored = {q.id: ask(q, "hybrid", base).ranked for q in questions if q.kind == "paraphrase"}
-    best = FLOOR_GRID[0]
-    for f in FLOOR_GRID:
-        lost, _ = floor_rates([q for q in questions if q.kind == "paraphrase"], config, f, unfloored)
-        if lost <= max_lost:
-            best = f
-        else:
+    para = [q for q in questions if q.kind == "paraphrase"]
+    unfloored = _unfloored(para, config)
+    best, best_lost = FLOOR_GRID[0], lost_share(para, config, FLOOR_GRID[0], unfloored)
+    for f in FLOOR_GRID[1:]:
+        lost = lost_share(para, config, f, unfloored)
+        if lost > max_lost:
             break
-    lost, hits = floor_rates(questions, config, best, unfloored)
-    return Floor(config.embedder.model, best, lost, hits, len(questions))
+        best, best_lost = f, lost
+    none = [q for q in questions if not q.relevant]
+    return Floor(config.embedder.model, best, best_lost, mean_hits(none, config, best), len(questions))
 
 
 def report_floor(questions: Sequence[Question], config: Config, floor: float) -> Floor:
-    base = with_floor(config, None)
-    unfloored = {q.id: ask(q, "hybrid", base).ranked for q in questions if q.kind == "paraphrase"}
-    lost, hits = floor_rates(questions, config, floor, unfloored)
-    return Floor(config.embedder.model, floor, lost, hits, len(questions))
+    para = [q for q in questions if q.kind == "paraphrase"]
+    none = [q for q in questions if not q.relevant]
+    return Floor(config.embedder.model, floor, lost_share(para, config, floor, _unfloored(para, config)),
+                 mean_hits(none, config, floor), len(questions))

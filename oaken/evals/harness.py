@@ -97,8 +97,7 @@ def prepare_corpus(workdir: Path, corpora: Sequence[Path], question_files: Seque
     t = time.perf_counter()
     messages = ingest.from_corpus(corpora, config)
     done = ingest.build_indexes(config)
-    for f, fqs in by_file.items():
-        _check_relevant(config, fqs, f)
+    _check_relevant(config, by_file)
     return config, qs, {"source": [str(c) for c in corpora], "questions_file": [str(f) for f in question_files],
                         "messages": messages, "model": config.embedder.model, "backend": _backend(config),
                         "indexed": done.indexed, "vector_coverage": done.vector_coverage,
@@ -120,15 +119,16 @@ def _name(kind: str, live: bool, backend: str) -> str:
     return f"{kind}-{'live' if live else 'concept'}" + (f"-{backend}" if live and backend != "auto" else "")
 
 
-def _check_relevant(config: Config, qs: Sequence[Question], question_file: Path) -> None:
+def _check_relevant(config: Config, by_file: dict[Path, list[Question]]) -> None:
     from oaken.store import open_store
 
     with open_store(config.data_dir, readonly=True) as store:
         known = {store.meta(i).message_id for i in store.all_message_ids()}
-    missing = sorted({r for q in qs for r in q.relevant} - known)
-    if missing:
-        raise EvalError(f"{question_file}: {len(missing)} relevant Message-IDs are not in the corpus, "
-                        f"e.g. <{missing[0]}>; fix the question file or the corpus folder")
+    for question_file, qs in by_file.items():
+        missing = sorted({r for q in qs for r in q.relevant} - known)
+        if missing:
+            raise EvalError(f"{question_file}: {len(missing)} relevant Message-IDs are not in the corpus, "
+                            f"e.g. <{missing[0]}>; fix the question file or the corpus folder")
 
 
 def score_run(name: str, config: Config, qs: Sequence[Question], meta: dict,

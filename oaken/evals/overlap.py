@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from oaken.evals.questions import Question, shared_words, split
 
@@ -23,20 +23,16 @@ class Overlap:
     shared: tuple[str, ...]  # the most any one of its messages shares
 
 
-def _files(root: Path) -> Iterator[Path]:
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.name.startswith(".") and path.name != "README.md":
-            yield path
-
-
 def texts_by_message_id(corpora: Sequence[Path], wanted: set[str]) -> dict[str, str]:
-    """Subject and body text of the wanted messages, by Message-ID (angle brackets removed)."""
+    """Subject and body text of the wanted messages, by Message-ID (angle brackets removed), found
+    as `oaken import` finds mail (Maildir, mbox, message files)."""
     from oaken import envelope, mail
+    from oaken.importer import ImportReport, discover
 
     out: dict[str, str] = {}
     for root in corpora:
-        for path in _files(root):
-            raw = path.read_bytes()
+        for item in discover(Path(root), ImportReport()):
+            raw = item.read()
             mid = envelope.read(raw).message_id
             if mid in wanted and mid not in out:
                 parsed = mail.parse(raw)
