@@ -77,3 +77,16 @@ def search_mailbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def own_search_mailbox(tmp_path: Path) -> Path:
     """A mailbox a test may change (triage, flags, deletions)."""
     return build_mailbox(tmp_path / "own")
+
+
+NOTMUCH = Path(__file__).parent / "data" / "foundation" / "notmuch-default"
+
+
+@pytest.fixture(name="keyword_home")
+def _keyword_home(oaken_home: Path) -> Config:
+    """The notmuch list's 52 real messages in the test's OAKEN_HOME, keyword-indexed, no model:
+    what the socket tests search through a server."""
+    c = dataclasses.replace(Config(), embedder=EmbedderConfig(model="none"))
+    api.import_mail([NOTMUCH], config=c)
+    indexer.update(c, keyword_only=True)
+    return c

@@ -9,26 +9,21 @@ import socket
 import threading
 from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from oaken import api, log
+from oaken import log
 from oaken.config import Config, EmbedderConfig, LogConfig, PathsConfig
-from oaken.index import indexer
 from oaken.search import client, server
+from tests.search_fixtures import _keyword_home  # noqa: F401  (the keyword_home fixture)
 
-DATA = Path(__file__).parent / "data" / "foundation" / "notmuch-default"
 COUNT = "a whole number from 0 to 2147483647"
 
 
 @pytest.fixture
-def cfg(oaken_home: Path) -> Config:
-    c = replace(Config(), embedder=EmbedderConfig(model="none"))
-    api.import_mail([DATA], config=c)
-    indexer.update(c, keyword_only=True)
-    return c
+def cfg(keyword_home: Config) -> Config:
+    return keyword_home
 
 
 @contextmanager

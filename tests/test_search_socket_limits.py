@@ -21,26 +21,22 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from oaken import api, log
+from oaken import log
 from oaken import config as config_mod
 from oaken.config import Config, EmbedderConfig, LogConfig
-from oaken.index import indexer
 from oaken.search import client, engine, server
 from oaken.search.types import SearchResponse
 from tests.dovecot_fixtures import Mailbox
+from tests.search_fixtures import _keyword_home  # noqa: F401  (the keyword_home fixture)
 
-DATA = Path(__file__).parent / "data" / "foundation" / "notmuch-default"
 ROOT = Path(__file__).resolve().parent.parent
 IDLE = 2000
 SPARE_FDS = 200  # the test's own files, SQLite's, the server's (at most MAX_CONNECTIONS clients)
 
 
 @pytest.fixture
-def cfg(oaken_home: Path) -> Config:
-    c = replace(Config(), embedder=EmbedderConfig(model="none"))
-    api.import_mail([DATA], config=c)
-    indexer.update(c, keyword_only=True)
-    return c
+def cfg(keyword_home: Config) -> Config:
+    return keyword_home
 
 
 @contextmanager

@@ -60,7 +60,7 @@ def fold(order: Sequence[T], message_of: Callable[[T], int], need: int, subjects
     groups: dict[str, list[list]] = {}
     words: dict[int, str] = {}
 
-    def shingles_of(ms: list[int]) -> None:
+    def read_words(ms: list[int]) -> None:
         missing = [m for m in ms if m not in words]
         if missing:
             words.update(bodies(missing))
@@ -75,7 +75,7 @@ def fold(order: Sequence[T], message_of: Callable[[T], int], need: int, subjects
             group = groups.setdefault(subject_key(known.get(m, "")), [])
             first = None
             if group:
-                shingles_of([m, *(g[0] for g in group if g[1] is None)])
+                read_words([m, *(g[0] for g in group if g[1] is None)])
                 sh = shingles(words.get(m, ""))
                 for member in group:
                     if sh is None:
