@@ -482,7 +482,7 @@ def _hits(store: Store, lists: Sequence[RetrieverResult], fused: list[FusedItem]
     if metas is not None:
         order.sort(key=lambda o: (o[0] not in metas, -(metas[o[0]].date if o[0] in metas else 0), o[0]))
     copies: dict[int, tuple[int, ...]] = {}
-    if fold is not None and fused is not None:
+    if fold is not None:  # given for a relevance-ordered list only
         order, copies = fold(order, offset + limit)
     page = order[offset:offset + limit]
     if metas is None:

@@ -128,7 +128,7 @@ def _strings(value: Any, name: str, warnings: list[str]) -> tuple[str, ...]:
     return out
 
 
-def _when(value: Any, name: str, warnings: list[str]) -> int | None:
+def date_field(value: Any, name: str, warnings: list[str]) -> int | None:
     """A date field: 'YYYY-MM-DD', a date (its day, UTC), a datetime (naive is UTC) or Unix seconds."""
     if value is None:
         return None
@@ -165,8 +165,8 @@ def constraints(q: ParsedQuery, fields: Fields, *, account: str | None, categori
     senders, also_senders = _both(q.senders, _strings(fields.sender, "sender", warnings))
     labels = tuple(dict.fromkeys((*q.labels, *_strings(fields.labels, "labels", warnings))))
 
-    afters = [v for v in (q.after, _when(fields.after, "after", warnings)) if v is not None]
-    befores = [v for v in (q.before, _when(fields.before, "before", warnings)) if v is not None]
+    afters = [v for v in (q.after, date_field(fields.after, "after", warnings)) if v is not None]
+    befores = [v for v in (q.before, date_field(fields.before, "before", warnings)) if v is not None]
 
     thread = fields.thread
     if thread is not None and (isinstance(thread, bool) or not isinstance(thread, int) or not 0 <= thread < 2**63):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import queue
 import secrets
@@ -73,13 +72,12 @@ def _texts(value: Any) -> tuple[str, ...] | None:
 
 
 def _when(value: Any) -> bool:
-    from oaken.search.query import day_start
+    """A date as the engine reads one (filters.date_field): what it would warn about is refused.
+    JSON also carries NaN and Infinity, which it refuses too."""
+    from oaken.search.filters import date_field
 
-    if isinstance(value, str):
-        return day_start(value.strip()) is not None
-    # Unix seconds, as the engine reads them (JSON also carries NaN and Infinity)
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and abs(value) < 1e13)
+    warned: list[str] = []
+    return value is not None and date_field(value, "date", warned) is not None and not warned
 
 
 def _one_of(vocabulary: Sequence[str]) -> Callable[[Any], bool]:
