@@ -549,6 +549,8 @@ class VectorStore:
             query = query.ef(max(ANN_EF, 2 * fetch))
             if ANN_NPROBES is not None:
                 query = query.nprobes(ANN_NPROBES)
+        # _distance is not used (the cosine is computed below), but leaving it out makes lance warn on
+        # every search; its Python builder has no way to turn that projection off
         t = query.select(["chunk_id", "message", "vector", "_distance"]).limit(fetch).to_arrow()
         if t.num_rows == 0:
             return []
