@@ -7,9 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -19,17 +17,9 @@ from oaken.store import open_store
 from oaken.sync.runner import sync
 from tests.dovecot_fixtures import Mailbox, assert_mirrored
 from tests.tcp_proxy import TcpProxy
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _wait(what: str, condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _count() -> int:
@@ -72,11 +62,11 @@ def test_daemon_idles_pushes_reconnects_refuses_a_twin_and_stops_on_sigterm(
     cfg = config_mod.load()
     proc, log = _start(tmp_path)
     daemons.append(proc)
-    _wait("the first sync", lambda: _count() == 8)
+    wait_until("the first sync", lambda: _count() == 8)
 
     # new mail is announced by IDLE (the poll interval is 30 s)
     imap_box.fill("INBOX", real_mail[8:9])
-    _wait("IDLE to bring the new message", lambda: _count() == 9)
+    wait_until("IDLE to bring the new message", lambda: _count() == 9)
 
     # a message opened locally is marked read on the server within seconds
     with open_store(config_mod.resolve_data_dir(cfg)) as store, store.transaction():
@@ -84,12 +74,12 @@ def test_daemon_idles_pushes_reconnects_refuses_a_twin_and_stops_on_sigterm(
         first = min(store.folder_uids(inbox.id, inbox.uidvalidity).items())[1][0]
         mid = store.meta(first).message_id
         store.mark_read(first)
-    _wait("the push", lambda: any(m == mid and "\\Seen" in f for m, _fo, f in imap_box.server_state()))
+    wait_until("the push", lambda: any(m == mid and "\\Seen" in f for m, _fo, f in imap_box.server_state()))
 
     # the server kills every session: the daemon reconnects and carries on
     assert imap_box.server.kill_sessions() >= 2
     imap_box.fill("INBOX", real_mail[9:10])
-    _wait("mail after a reconnect", lambda: _count() == 10)
+    wait_until("mail after a reconnect", lambda: _count() == 10)
 
     twin = subprocess.run([sys.executable, "-m", "oaken.cli", "sync", "--daemon"], capture_output=True, text=True,
                           timeout=30, cwd=ROOT)
@@ -116,7 +106,7 @@ def test_sigterm_lets_the_running_batch_commit_and_exits_0(imap_box: Mailbox, re
         cfg = config_mod.load()
         proc, _log = _start(tmp_path)
         daemons.append(proc)
-        _wait("the first batch", lambda: _count() >= 5)
+        wait_until("the first batch", lambda: _count() >= 5)
         assert _stop(proc) == 0
         with open_store(config_mod.resolve_data_dir(cfg), readonly=True) as store:
             stored = store.message_count()
@@ -135,13 +125,13 @@ def test_the_lock_is_released_when_a_daemon_is_killed(imap_box: Mailbox, real_ma
     imap_box.write_config()
     first, _ = _start(tmp_path, "first")
     daemons.append(first)
-    _wait("the first sync", lambda: _count() == 2)
+    wait_until("the first sync", lambda: _count() == 2)
     os.kill(first.pid, signal.SIGKILL)
     first.wait()
     second, _ = _start(tmp_path, "second")
     daemons.append(second)
     imap_box.fill("INBOX", real_mail[2:3])
-    _wait("the second daemon to sync", lambda: _count() == 3)
+    wait_until("the second daemon to sync", lambda: _count() == 3)
     assert _stop(second) == 0
 
 
@@ -153,9 +143,9 @@ def test_the_daemon_indexes_what_it_stores(imap_box: Mailbox, real_mail, tmp_pat
     data_dir = config_mod.resolve_data_dir(config_mod.load())
     proc, log = _start(tmp_path, "indexing", index=True)
     daemons.append(proc)
-    _wait("the first batch indexed", lambda: keyword.status(data_dir)["messages"] == 6, timeout=60)
+    wait_until("the first batch indexed", lambda: keyword.status(data_dir)["messages"] == 6, timeout=60)
     imap_box.fill("INBOX", real_mail[6:7])
-    _wait("new mail indexed", lambda: keyword.status(data_dir)["messages"] == 7, timeout=60)
+    wait_until("new mail indexed", lambda: keyword.status(data_dir)["messages"] == 7, timeout=60)
     assert _stop(proc) == 0
     assert "indexing failed" not in log.read_text()
 
@@ -177,11 +167,11 @@ def test_sigterm_during_the_first_model_export_exits_0(imap_box: Mailbox, real_m
                                capture_output=True, text=True).stdout.split()
         return [int(pid) for pid in found]
 
-    _wait("the export under way in a child", lambda: "embedder_export" in log.read_text() and bool(preparing()),
+    wait_until("the export under way in a child", lambda: "embedder_export" in log.read_text() and bool(preparing()),
           timeout=120)
-    _wait("the first batch", lambda: _count() == 3, timeout=60)  # the daemon is in its loop
+    wait_until("the first batch", lambda: _count() == 3, timeout=60)  # the daemon is in its loop
     assert _stop(proc) == 0, log.read_text()[-3000:]
-    _wait("the exporting child to end with its parent", lambda: not preparing(), timeout=10)
+    wait_until("the exporting child to end with its parent", lambda: not preparing(), timeout=10)
     # the int8 export did not finish, and nothing half-made was taken for done
     assert not list((data_dir / "models").rglob("onnx-int8-v1/model.onnx"))
 
@@ -203,8 +193,8 @@ def test_a_triage_is_searched_at_once_through_the_daemon_and_its_index_follows(
     data_dir = config_mod.resolve_data_dir(cfg)
     proc, log = _start(tmp_path, "triage", index=True)
     daemons.append(proc)
-    _wait("the first batch indexed", lambda: keyword.status(data_dir)["messages"] == 4, timeout=60)
-    _wait("the search socket", lambda: client.ask_raw(cfg, "", {}) is not None, timeout=60)
+    wait_until("the first batch indexed", lambda: keyword.status(data_dir)["messages"] == 4, timeout=60)
+    wait_until("the search socket", lambda: client.ask_raw(cfg, "", {}) is not None, timeout=60)
     with open_store(data_dir, readonly=True) as store:
         target = store.all_message_ids()[-1]
 
@@ -222,7 +212,7 @@ def test_a_triage_is_searched_at_once_through_the_daemon_and_its_index_follows(
         rows = vector_rows(("disposition",))
         return bool(rows) and {r["disposition"] for r in rows} == {"archived"}
 
-    _wait("the vectors", lambda: bool(vector_rows()), timeout=60)
+    wait_until("the vectors", lambda: bool(vector_rows()), timeout=60)
     assert archived_in_index() == [] and not archived_in_vectors()
     done = subprocess.run([sys.executable, "-m", "oaken.cli", "triage", str(target), "--disposition", "archived"],
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
@@ -232,7 +222,7 @@ def test_a_triage_is_searched_at_once_through_the_daemon_and_its_index_follows(
     answer = client.ask_raw(cfg, "", {"disposition": "archived"})
     assert answer is not None and [h["id"] for h in answer["hits"]] == [target]
 
-    _wait("the daemon's index.db to follow raw.db", lambda: archived_in_index() == [target], timeout=20)
-    _wait("the daemon's vectors to follow raw.db", archived_in_vectors, timeout=30)
+    wait_until("the daemon's index.db to follow raw.db", lambda: archived_in_index() == [target], timeout=20)
+    wait_until("the daemon's vectors to follow raw.db", archived_in_vectors, timeout=30)
     assert _stop(proc) == 0
     assert "indexing failed" not in log.read_text()

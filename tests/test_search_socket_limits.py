@@ -17,7 +17,7 @@ import warnings
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -28,6 +28,7 @@ from oaken.search import client, engine, server
 from oaken.search.types import SearchResponse
 from tests.dovecot_fixtures import Mailbox
 from tests.search_fixtures import _keyword_home  # noqa: F401  (the keyword_home fixture)
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 IDLE = 2000
@@ -116,15 +117,6 @@ def _drain(sock: socket.socket) -> tuple[bytes, bool]:
     raise AssertionError("the server sent more than 65 MB")
 
 
-def _wait(what: str, condition: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 def test_two_thousand_idle_connections_add_no_thread_and_keep_no_search_out(cfg: Config) -> None:
     with _file_limit(IDLE) as count, ExitStack() as stack:
         if count < IDLE:  # a hard limit too low for 2,000: as many as it allows, said in the test's report
@@ -204,7 +196,7 @@ def test_a_client_that_never_reads_its_answer_is_dropped_without_holding_a_worke
         # the one worker is free at once, the answer left with the loop for a reader that never reads
         answer = server.ask(cfg, "notmuch", {"limit": 3}, timeout=10)
         assert answer is not None and len(answer.hits) == 3
-        _wait("the client to be dropped", lambda: "answer not read within 1 s" in out.getvalue(), timeout=10)
+        wait_until("the client to be dropped", lambda: "answer not read within 1 s" in out.getvalue(), timeout=10)
         got, closed = _drain(sock)
         assert closed and 0 < len(got) < 2 << 20  # what the buffers held, and no more
 
@@ -251,7 +243,7 @@ def test_the_daemon_stops_on_sigterm_with_idle_and_slow_clients_connected(imap_b
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
     try:
         try:
-            _wait("the search socket", lambda: client.ask_raw(cfg, "", {}, timeout=10) is not None, timeout=60)
+            wait_until("the search socket", lambda: client.ask_raw(cfg, "", {}, timeout=10) is not None, timeout=60)
         except AssertionError as e:
             raise AssertionError(f"{e}; the daemon's log:\n{log.read_text()[-3000:]}") from None
         threads_before = _threads(proc.pid)
