@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from oaken.evals import retrieval  # noqa: E402
 from oaken.evals.questions import Question, load_jsonl, split  # noqa: E402
+from oaken import importer  # noqa: E402
 from oaken.search.query import ParsedQuery, Term, parse  # noqa: E402
 
 CORPORA_ROOT = Path(os.environ.get("OAKEN_CORPORA") or ROOT.parent / "shared" / "corpora")
@@ -59,9 +60,9 @@ DEFAULT_CORPORA = [CORPORA_ROOT / n for n in ("enron-lay-skilling", "notmuch-lkm
 DEFAULT_WORK = Path("/work/peers-work")
 TOP = 10  # scored: R@1/5/10, MRR@10, nDCG@10, hits
 FETCH = 50  # kept, for R@50
-# Files Oaken's importer reads outside cur/new (oaken.importer.MESSAGE_SUFFIXES, mbox left out:
-# none of the corpora holds one, and neither peer reads mbox).
-MESSAGE_SUFFIXES = {"", ".eml", ".txt", ".msg"}
+# Files Oaken's importer reads outside cur/new, mbox left out: none of the corpora holds one, and
+# neither peer reads mbox.
+MESSAGE_SUFFIXES = importer.MESSAGE_SUFFIXES - {".mbox", ".mbx"}
 
 # Ours, for the best-effort fallback only: question words that carry no content. Neither tool
 # drops stop words itself (checked: `the` alone matches nearly every message in both), so the
@@ -90,16 +91,9 @@ class Mailbox:
     folders: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _oaken_folder_name(corpus: Path, folder: Path) -> str:
-    """The label Oaken's importer gives a folder (a copy of oaken.importer._folder_name's rule)."""
-    if folder == corpus:
-        return corpus.resolve().name or "INBOX"
-    parts = [p[1:].replace(".", "/") if p.startswith(".") else p for p in folder.relative_to(corpus).parts]
-    return "/".join(parts)
-
-
-def _is_maildir(d: Path) -> bool:
-    return (d / "cur").is_dir() or (d / "new").is_dir()
+# the folder rules are the importer's own, so each tool's folders are the ones Oaken labels
+_oaken_folder_name = importer._folder_name
+_is_maildir = importer._is_maildir
 
 
 def layout(corpora: Sequence[Path], dest: Path) -> Mailbox:
