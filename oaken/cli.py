@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from oaken.errors import ConfigError, OakenError, TriageError
+from oaken.errors import ConfigError, IndexUnavailable, OakenError, TriageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cold search path
 if TYPE_CHECKING:
@@ -114,7 +114,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         report = api.import_mail(paths, account=args.account, config=cfg, progress=update)
     finally:
         close()
-    indexed = None
+    indexed: Any = None
+    index_error: IndexUnavailable | None = None
     if (report.added or report.new_locations) and not args.no_index:
         # keyword indexing is quick, so imported mail is searchable at once; embedding is not, and
         # is left to `oaken reindex` or the daemon
@@ -123,10 +124,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         update, close = progress_bar(report.added or None, "index")
         try:
             indexed = indexer.update(cfg, keyword_only=True, progress=update)
+        except IndexUnavailable as e:  # a full disk, a locked index: the mail is stored all the same
+            index_error = e
         finally:
             close()
     if args.json:
-        print(_json({**_asdict(report), "index": indexed}))
+        print(_json({**_asdict(report), "index": {"error": str(index_error)} if index_error else indexed}))
     else:
         if indexed is not None and cfg.embedder.model != "none":
             print("keyword index up to date; `oaken reindex` (or a running `oaken sync --daemon`) embeds the new mail")
@@ -137,6 +140,9 @@ def cmd_import(args: argparse.Namespace) -> int:
             print(f"  skipped {s}")
         if len(report.skipped) > 20:
             print(f"  ... and {len(report.skipped) - 20} more")
+    if index_error is not None:
+        print(f"oaken: the mail is stored in raw.db, but not yet searchable: {index_error}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -326,6 +332,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if report.rebuild_reason:
         print(f"index.db was built again from raw.db: {report.rebuild_reason}")
     vec = report.vectors
+    if vec and vec.get("code") == "disk_full":  # work left that waits on the user
+        print(f"oaken: vectors: not updated: {vec['error']}", file=sys.stderr)
+        return 1
     if vec and "error" in vec:
         print(f"vectors: not updated: {vec['error']}")
     elif vec:

@@ -19,6 +19,7 @@ import pytest
 
 from oaken import config as config_mod
 from oaken.config import Config
+from oaken.errors import IndexUnavailable
 from oaken.index import embedding, indexer, keyword
 from oaken.index.keyword import KeywordFilters
 from oaken.search.engine import search
@@ -189,7 +190,7 @@ def test_an_unfinished_build_is_discarded_and_the_live_index_kept(concept: Confi
         raise apsw.FullError("disk full")
 
     monkeypatch.setattr(keyword.KeywordWriter, "publish", fail)
-    with pytest.raises(apsw.FullError):
+    with pytest.raises(IndexUnavailable, match="the disk is full"):  # said as such, not as SQLite's FullError
         indexer.reindex(concept, rebuild=True, keyword_only=True)
     assert os.path.realpath(keyword.index_path(data_dir)) == live
     assert sorted(n for n in os.listdir(data_dir) if n.startswith("index-")) == [Path(live).name]

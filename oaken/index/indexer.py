@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import apsw
 
-from oaken import chunking, log, mail, processes
+from oaken import chunking, diskspace, log, mail, processes
 from oaken import config as config_mod
 from oaken.config import Config, IndexConfig
 from oaken.errors import IndexUnavailable, OakenError, StoreError
@@ -166,8 +166,18 @@ def keyword_pass(cfg: Config, *, progress: Progress | None = None, rebuild: bool
     another version of Oaken or another chunker; or raw.db was replaced under it), is built whole
     beside the live one and swapped in when complete: a search meanwhile reads the old index.db,
     never one half built. Runs holding the writer lock (oaken.index.writelock)."""
-    started = time.perf_counter()
     data_dir = config_mod.ensure_data_dir(cfg)
+    try:
+        return _keyword_pass(cfg, data_dir, progress=progress, rebuild=rebuild)
+    except (apsw.Error, OSError) as e:
+        # the last batch (or the whole new build) is rolled back; the live index.db is as before it
+        if not diskspace.is_full(e, data_dir / "index.db"):
+            raise
+        raise keyword.unavailable(keyword.index_path(data_dir), "full", str(e)) from None
+
+
+def _keyword_pass(cfg: Config, data_dir: Path, *, progress: Progress | None, rebuild: bool) -> IndexReport:
+    started = time.perf_counter()
     counts = {"indexed": 0, "updated": 0, "deleted": 0, "problems": 0, "chunks": 0}
     with writelock.held(data_dir, "keyword pass"), _open_store(data_dir) as store:
         reason: str | None = "asked for (--rebuild)" if rebuild else None
@@ -377,6 +387,15 @@ def _vector_pass(cfg: Config, progress: Progress | None, stop: threading.Event |
     except OakenError as e:
         log.get("oaken.index").warning("index.vectors_failed", error=str(e))
         return {"error": str(e), "code": getattr(e, "code", "error")}
+    except Exception as e:  # noqa: BLE001 - LanceDB says ENOSPC as a RuntimeError; anything else is a bug
+        vectors_dir = config_mod.ensure_data_dir(cfg) / "vectors"
+        if not diskspace.is_full(e, vectors_dir):
+            raise
+        # LanceDB commits a version whole or not at all: what was stored stays; the rest is pending
+        message = diskspace.full_message(
+            vectors_dir, fix="run `oaken reindex`: embedding goes on with the chunks still pending")
+        log.get("oaken.index").warning("index.vectors_failed", error=message)
+        return {"error": message, "code": "disk_full"}
     return dataclasses.asdict(report) if dataclasses.is_dataclass(report) else {"result": report}
 
 

@@ -13,6 +13,7 @@ threads of the process wait for the thread that holds it.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import threading
@@ -81,8 +82,12 @@ def _take(path: Path, purpose: str) -> int:
                 "index.waiting_for_writer", lock=str(path), holder=holder,
                 note="another process is writing index.db or vectors/; this one goes on when it is done")
             fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}: {purpose}\n".encode(), 0)
+        try:  # who holds it, for the next writer's message: on a full disk, left unsaid
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}: {purpose}\n".encode(), 0)
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
     except BaseException:
         os.close(fd)
         raise

@@ -32,7 +32,7 @@ from oaken.search.fusion import Contribution, FusedItem, rrf_fuse
 from oaken.search.retrievers import Ranked, RetrieverResult
 from oaken.search.render import by_meaning_only
 from oaken.search.types import Explain, Hit, RetrieverTrace, SearchResponse, Why
-from oaken.store import MessageMeta, Store, damaged
+from oaken.store import MessageMeta, Store, damaged, failure
 
 SORTS = ("relevance", "date")
 MAX_LIMIT = 1000
@@ -258,8 +258,8 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
                 hits = _meaning_hits(hits, best_chunks, data_dir, cfg, parsed, plan, listed,
                                      weights.get("keyword", 1.0))
             respond.timings["fetch"] = _ms(t)
-    except apsw.Error as e:  # raw.db, the source of truth, is damaged: a failure, not a degraded search
-        raise damaged(raw_path, e) from None
+    except apsw.Error as e:  # raw.db, the source of truth, cannot be read: a failure, not a degraded search
+        raise (failure(raw_path, e, reading=True) or damaged(raw_path, e)) from None
     return respond(hits, mode=mode, low_confidence=_low_confidence(cfg, plan, kw, vec, best_cosine),
                    traces=tuple(lst.trace for lst in lists), weights=weights)
 

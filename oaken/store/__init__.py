@@ -39,6 +39,7 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
         """`create=False`: a command that only reads or changes mail already there (`oaken show`)
         refuses a missing raw.db instead of making an empty one."""
         self.path = Path(path)
+        self.readonly = readonly
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         new = not self.path.exists()
         if (readonly or not create) and new:
@@ -63,10 +64,9 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
             self.db.execute("PRAGMA foreign_keys=ON")
             if not readonly:
                 self._migrate()
-        except DAMAGE as e:
-            raise damaged(self.path, e) from None
         except apsw.Error as e:
-            raise StoreError(f"{self.path}: cannot open raw.db: {e}") from None
+            error = failure(self.path, e, reading=readonly)
+            raise (error or StoreError(f"{self.path}: cannot open raw.db: {e}")) from None
         for suffix in ("", "-wal", "-shm"):
             p = Path(str(self.path) + suffix)
             if p.exists() and not readonly:
@@ -180,17 +180,33 @@ def damaged(path: Path, e: BaseException) -> StoreError:
                       "into a new data directory")
 
 
-def disk_full(path: Path) -> StoreError:
-    """SQLITE_FULL said as what it is: the disk holding `path`, its free space, what to do."""
-    import shutil
+def disk_full(path: Path, *, reading: bool = False) -> StoreError:
+    """SQLITE_FULL said as what it is: the disk holding `path`, its free space, what to do. A reader
+    meets it too: WAL mode must grow raw.db's -shm file to read."""
+    from oaken import diskspace
 
-    try:
-        free = f"{shutil.disk_usage(path.parent).free / 1e6:.1f} MB free"
-    except OSError:
-        free = "free space unknown"
-    return StoreError(f"{path}: the disk is full ({free} on {path.parent}); nothing of the last batch was "
-                      "written. Free some space (a batch needs a few times its messages' size) and run the "
-                      "command again: it goes on where it stopped")
+    if reading:
+        return StoreError(diskspace.full_message(
+            path, fix="run the command again (SQLite needs a little room even to read raw.db; it is not damaged)"))
+    return StoreError(diskspace.full_message(
+        path, fix="run the command again: it goes on where it stopped (nothing of the last batch was written; "
+        "a batch needs a few times its messages' size)"))
+
+
+def failure(path: Path, exc: BaseException, *, reading: bool = False) -> StoreError | None:
+    """SQLite failing on raw.db at `path`, said as what happened and what to do; None for an error
+    that is not about the file (a bug, a busy database is the caller's to retry)."""
+    from oaken import diskspace
+
+    if isinstance(exc, DAMAGE):
+        return damaged(path, exc)
+    if diskspace.is_full(exc, path):
+        return disk_full(path, reading=reading)
+    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+        return StoreError(f"{path}: {exc}: another Oaken process kept it busy; run the command again")
+    if isinstance(exc, (apsw.IOError, apsw.ReadOnlyError, apsw.PermissionsError, apsw.CantOpenError)):
+        return StoreError(f"{path}: {exc}; check the file's permissions and the disk it is on")
+    return None
 
 
 def store_error(exc: BaseException) -> StoreError | None:
@@ -212,16 +228,8 @@ def store_error(exc: BaseException) -> StoreError | None:
         tb = tb.tb_next
     if store is None:
         return None
-    if isinstance(exc, DAMAGE):
-        return damaged(store.path, exc)
-    if isinstance(exc, apsw.FullError):
-        return disk_full(store.path)
-    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
-        return StoreError(f"{store.path}: {exc}: another Oaken process kept it busy; run the command again")
-    if isinstance(exc, (apsw.IOError, apsw.ReadOnlyError, apsw.PermissionsError, apsw.CantOpenError)):
-        return StoreError(f"{store.path}: {exc}; check the file's permissions and the disk it is on")
-    return None
+    return failure(store.path, exc, reading=store.readonly)
 
 
-__all__ = ["Store", "open_store", "store_error", "disk_full", "no_mail", "DAMAGE", "AddResult", "Incoming", "MessageMeta",
+__all__ = ["Store", "open_store", "store_error", "failure", "disk_full", "no_mail", "DAMAGE", "AddResult", "Incoming", "MessageMeta",
            "Folder", "Location", "Triage", "Change", "FlagChange", "flags_text", "PAGE_SIZE", "SEEN", "FLAGGED"]

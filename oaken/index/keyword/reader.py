@@ -64,7 +64,7 @@ class KeywordIndex:
                 self.db = connect(self.path, write=False, busy_ms=busy_ms)
             check_version(self.db, self.path)
         except apsw.Error as e:
-            raise unavailable(self.path, classify(e), str(e)) from None
+            raise unavailable(self.path, classify(e, self.path), str(e)) from None
         self.db.register_fts5_function("oaken_match", _match_cols)
 
     def close(self) -> None:
@@ -84,7 +84,7 @@ class KeywordIndex:
                              "oaken.index.keyword.quote") from None
         except (apsw.CorruptError, apsw.NotADBError, apsw.BusyError, apsw.LockedError, apsw.IOError,
                 apsw.CantOpenError, apsw.SchemaChangeError) as e:
-            raise unavailable(self.path, classify(e), str(e)) from None
+            raise unavailable(self.path, classify(e, self.path), str(e)) from None
 
     def query(self, match: str, filters: KeywordFilters = KeywordFilters(), limit: int = 50, *,
               details: bool = True) -> list[KeywordChunkHit]:

@@ -46,7 +46,7 @@ def status(data_dir: Path) -> dict:
         return {"state": getattr(e, "state", "corrupt"), "messages": 0, "chunks": 0, "seq": 0, "path": str(path),
                 "problem": str(e)}
     except apsw.Error as e:
-        state = classify(e)
+        state = classify(e, path)
         return {"state": state, "messages": 0, "chunks": 0, "seq": 0, "path": str(path),
                 "problem": str(unavailable(path, state, str(e)))}
     finally:

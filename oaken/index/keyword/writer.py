@@ -55,7 +55,7 @@ class KeywordWriter:
                 with self.transaction():  # an index.db made before it: ~0.1 s at 100k messages, once
                     self.db.execute(DISPOSITION_INDEX)
         except apsw.Error as e:
-            raise unavailable(self.path, classify(e), str(e)) from None
+            raise unavailable(self.path, classify(e, self.path), str(e)) from None
 
     @classmethod
     def build(cls, data_dir: Path, *, busy_ms: int = 30_000) -> "KeywordWriter":
@@ -92,7 +92,7 @@ class KeywordWriter:
         try:
             return damage(self.db)
         except apsw.Error as e:
-            raise unavailable(self.path, classify(e), str(e)) from None
+            raise unavailable(self.path, classify(e, self.path), str(e)) from None
 
     def close(self) -> None:
         try:
@@ -121,9 +121,15 @@ class KeywordWriter:
         try:
             yield
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # a full disk has SQLite roll back itself: ROLLBACK would hide why
+                self.db.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
+        try:
+            self.db.execute("COMMIT")
+        except apsw.FullError as e:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise unavailable(self.path, "full", str(e)) from None
 
     def seq(self) -> int:
         return self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0]
