@@ -75,10 +75,15 @@ def _index_status(cfg: Config) -> dict[str, Any]:
 
 
 def _vector_status(cfg: Config) -> dict[str, Any]:
-    try:
-        from oaken.index import coverage
-    except ImportError:
-        return {"coverage": 0.0, "state": "not built"}
+    from oaken import extras
+
+    problem = extras.vectors_problem(cfg.embedder.model)
+    if problem is not None:
+        return {"model": cfg.embedder.model, "coverage": 0.0, "state": "not installed", "problem": problem}
+    if cfg.embedder.model == "none" and extras.vectors_missing("concept"):
+        return {"model": "none", "coverage": 0.0, "state": "off"}  # keyword-only install: nothing to read
+    from oaken.index import coverage
+
     return coverage.status(cfg)
 
 

@@ -104,7 +104,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from oaken import api, importer
+    from oaken import api, extras, importer
 
     cfg = _config(args)
     paths = [Path(p).expanduser() for p in args.paths]
@@ -131,7 +131,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.json:
         print(_json({**_asdict(report), "index": {"error": str(index_error)} if index_error else indexed}))
     else:
-        if indexed is not None and cfg.embedder.model != "none":
+        if indexed is not None and cfg.embedder.model != "none" and not extras.vectors_missing(cfg.embedder.model):
             print("keyword index up to date; `oaken reindex` (or a running `oaken sync --daemon`) embeds the new mail")
         print(f"{report.seen} messages read, {report.added} new, {report.new_locations} now also in another folder, "
               f"{report.with_problems} with parse problems (stored raw, findable by their headers), "
@@ -370,7 +370,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         # not _config(): a search logs nothing, and structlog's import would double a cold call's time
         cfg = cfg or config_mod.load()
-        if cfg.embedder.model != "none" and not args.no_daemon:
+        if not args.no_daemon and _loads_model(cfg):
             print("oaken: no search daemon is running, so this process loads the model itself; "
                   "`oaken sync --daemon` keeps it loaded and answers faster", file=sys.stderr)
         response = engine.search(query, config=cfg, **params)
@@ -543,6 +543,17 @@ def main(argv: list[str] | None = None) -> int:
             raise  # a bug: its traceback is the report
         print(f"oaken: {_sqlite_failure(e)}", file=sys.stderr)
         return 1
+
+
+def _loads_model(cfg: Any) -> bool:
+    """Whether a search in this process will load the embedder (so the daemon hint is true)."""
+    from oaken import config as config_mod
+    from oaken import extras, paths
+
+    model = cfg.embedder.model
+    if model == "none" or extras.vectors_missing(model):
+        return False
+    return os.path.isdir(paths.vectors_dir(config_mod.resolve_data_dir(cfg)))
 
 
 def _unrecognized(args: argparse.Namespace, extra: list[str], argv: list[str]) -> UsageError:

@@ -7,6 +7,7 @@ because a setting silently ignored is worse than one refused.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import stat
 import tomllib
@@ -118,12 +119,22 @@ class IndexConfig:
 
 @dataclass(frozen=True)
 class EmbedderConfig:
-    model: str = field(default="all-MiniLM-L6-v2", metadata=_choice("all-MiniLM-L6-v2", "concept", "none"))
+    # the real model where the vectors extra is installed; "none" (keyword search) where it is not,
+    # so a keyword-only install is not told on every search that it lacks what it never asked for
+    model: str = field(default_factory=lambda: _default_model(),
+                       metadata=_choice("all-MiniLM-L6-v2", "concept", "none"))
     # oaken.index.backends: "auto" takes the first that runs here and passes its fidelity check
     backend: str = field(default="auto", metadata=_choice(
         "auto", "torch", "torch-fp32", "torch-bf16", "onnx-fp32", "onnx-int8", "openvino", "openvino-int8"))
     threads: int = 0  # 0: every core
     batch_size: int = 64
+
+
+@functools.cache
+def _default_model() -> str:
+    from oaken import extras
+
+    return "none" if extras.vectors_missing("all-MiniLM-L6-v2") else "all-MiniLM-L6-v2"
 
 
 @dataclass(frozen=True)

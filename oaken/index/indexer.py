@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import apsw
 
-from oaken import chunking, diskspace, log, mail, processes
+from oaken import chunking, diskspace, extras, log, mail, processes
 from oaken import config as config_mod
 from oaken.config import Config, IndexConfig
 from oaken.errors import IndexUnavailable, OakenError, StoreError
@@ -378,10 +378,14 @@ def _vector_pass(cfg: Config, progress: Progress | None, stop: threading.Event |
                  ) -> dict[str, Any] | None:
     """The embedding pass of the vector side, after the keyword pass; its failure is reported, not
     raised: keyword search is complete without it."""
+    problem = extras.vectors_problem(cfg.embedder.model)
+    if problem is not None:  # a keyword-only install whose config asks for meaning search
+        return {"error": problem, "code": "not_installed"}
     try:
         from oaken.index import embedding
-    except ImportError:
+    except ImportError:  # model "none" on a keyword-only install
         return None
+
     try:
         report = embedding.embed_pending(cfg, progress=progress, stop=stop)
     except OakenError as e:

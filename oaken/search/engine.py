@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import apsw
 
 from oaken import config as config_mod
-from oaken import paths
+from oaken import extras, paths
 from oaken.config import Config
 from oaken.errors import IndexUnavailable, QueryError
 from oaken.index.keyword import KeywordIndex
@@ -45,14 +45,19 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
 
-def _vector_precheck(cfg: Config, data_dir: Path, use: tuple[str, ...]) -> tuple[bool, str | None]:
-    """(ask the vector side, else the degraded reason). `model = "none"` is keyword mode by choice;
-    a missing vectors/ is found by a path test, so such a search loads no model and no LanceDB."""
+def _vector_precheck(cfg: Config, data_dir: Path, use: tuple[str, ...]) -> tuple[bool, str | None, str | None]:
+    """(ask the vector side, else the degraded reason and its warning). `model = "none"` is
+    keyword mode by choice; an install without the vectors extra and a missing vectors/ are found
+    without importing anything, so such a search loads no model and no LanceDB."""
     if cfg.embedder.model == "none" or "vector" not in use:
-        return False, None
+        return False, None, None
+    problem = extras.vectors_problem(cfg.embedder.model)
+    if problem is not None:
+        return False, "no_embedder", problem
     if not os.path.isdir(paths.vectors_dir(data_dir)):  # not oaken.index.vectors: it imports numpy
-        return False, "no_vector_store"
-    return True, None
+        return False, "no_vector_store", (f"{data_dir / 'vectors'}: no vector store yet; `oaken reindex` or the "
+                                          "daemon builds it; keyword results only")
+    return True, None, None
 
 
 _COVERAGE: dict[str, tuple[float, float | None]] = {}  # data dir and model -> (when, share embedded)
@@ -64,7 +69,7 @@ def _coverage(cfg: Config, data_dir: Path) -> float | None:
     """vector_coverage for the response. Counting index.db's chunks costs tens of milliseconds at
     10k messages, so a warm process answers with the figure it has and refreshes it in the
     background when it is older than a few seconds; only the first search of a process waits."""
-    if cfg.embedder.model == "none":
+    if cfg.embedder.model == "none" or extras.vectors_missing(cfg.embedder.model):
         return None
     if not os.path.isdir(paths.vectors_dir(data_dir)):
         return 0.0  # nothing embedded yet: no need to count what is not
@@ -203,11 +208,10 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
         return respond()
     fields = filters.Fields(thread=thread, sender=sender, after=after, before=before, labels=labels,
                             disposition=disposition, unread=unread, categories=categories, min_priority=min_priority)
-    ask_vector, reason = _vector_precheck(cfg, data_dir, use) if plan is not None else (False, None)
+    ask_vector, reason, why = _vector_precheck(cfg, data_dir, use) if plan is not None else (False, None, None)
     if reason:
         respond.degrade(reason)
-        respond.warnings.append(f"{data_dir / 'vectors'}: no vector store yet; `oaken reindex` or the daemon "
-                                "builds it; keyword results only")
+        respond.warnings.append(why or reason)
     if plan is not None and use == ("vector",) and cfg.embedder.model == "none":
         respond.warnings.append('retrievers=("vector",) but [embedder] model = "none": no retriever to ask')
     try:

