@@ -138,7 +138,9 @@ def test_unread_starred_and_keywords_as_labels(store: Store) -> None:
     m = add(store, msg("f@x"), "INBOX", uidvalidity=1, uid=1, flags=[b"\\Flagged", b"$Work"]).message
     add(store, msg("f@x"), "Archive", uidvalidity=1, uid=3, flags=[b"\\Seen"])
     meta = store.meta(m)
-    assert not meta.unread  # one location carrying \Seen is enough
+    assert meta.unread  # unread while any copy lacks \Seen (the INBOX one here)
+    store.set_flags(store.folder(store.account_id("a"), "INBOX").id, 1, 1, [b"\\Flagged", b"$Work", b"\\Seen"])
+    assert not store.meta(m).unread  # every copy read
     assert meta.starred
     assert "$Work" in meta.labels and "\\Flagged" not in meta.labels
 

@@ -21,7 +21,7 @@ import apsw
 from oaken.errors import StoreError
 from oaken.store.flag_queue import FlagQueue
 from oaken.store.folders import Folders
-from oaken.store.locations import Locations
+from oaken.store.locations import UNREAD_SQL, Locations
 from oaken.store.messages import Messages
 from oaken.store.metadata import Metadata
 from oaken.store.records import (FLAGGED, SEEN, AddResult, Change, FlagChange, Folder, Incoming, Location,
@@ -128,8 +128,7 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
             with_problems = self.db.execute(
                 "SELECT count(*) FROM messages WHERE account_id = ? AND problem IS NOT NULL", (aid,)).fetchone()[0]
             unread = self.db.execute(
-                "SELECT count(*) FROM messages m WHERE account_id = ? AND NOT EXISTS (SELECT 1 FROM locations l "
-                "WHERE l.message = m.id AND ' ' || l.flags || ' ' LIKE '% \\Seen %')", (aid,)).fetchone()[0]
+                f"SELECT count(*) FROM messages m WHERE account_id = ? AND {UNREAD_SQL}", (aid,)).fetchone()[0]
             folders = {
                 fname: {"messages": n, "uidvalidity": uv, "synced_at": synced}
                 for fname, n, uv, synced in self.db.execute(

@@ -1,5 +1,6 @@
 """raw.db's queue of local flag changes for the server, and read state: opening a message sets
-\\Seen at once on every location and queues the change, which sync pushes before it pulls."""
+\\Seen at once on every copy of it (each location: every UID in every folder) and queues one change
+per copy, which sync pushes by that copy's UID before it pulls."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ class FlagQueue(Locations):
     """Flag changes made here and waiting for the server, and what became of them."""
 
     def mark_read(self, message: int, read: bool = True) -> int:
-        """Set or clear \\Seen on every location at once, and queue each change for the server."""
+        """Set or clear \\Seen on every copy at once (two UIDs in one folder are two copies), and
+        queue one change per server copy that differs: a message counts unread while any copy lacks
+        \\Seen (locations.UNREAD_SQL), so reading it must reach them all. Returns changes queued."""
         queued = 0
         for loc in self.locations(message):
             has = SEEN in loc.flags

@@ -9,6 +9,13 @@ from typing import Iterable
 from oaken.store.feed import ChangeFeed
 from oaken.store.records import Location, flags_text, split_flags
 
+# Read state (DESIGN.md): a message is unread while any of its copies (locations: each UID of
+# each folder, each imported file) lacks \Seen, as a mail client showing that copy sees it. One
+# SQL condition on a message row `m`, so every reader of read state (metadata, filters, status)
+# judges alike.
+UNREAD_SQL = ("EXISTS (SELECT 1 FROM locations l WHERE l.message = m.id "
+              "AND ' ' || l.flags || ' ' NOT LIKE '% \\Seen %')")
+
 
 class Locations(ChangeFeed):
     """The places of messages: read, moved, reflagged and dropped as the server says."""

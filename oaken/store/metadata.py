@@ -7,36 +7,36 @@ from typing import Iterable, Sequence
 
 from oaken.errors import NotFound
 from oaken.store.feed import ChangeFeed
-from oaken.store.records import FLAGGED, SEEN, MessageMeta, Triage, split_lines
+from oaken.store.locations import UNREAD_SQL
+from oaken.store.records import FLAGGED, MessageMeta, Triage, split_lines
 
 
 class Metadata(ChangeFeed):
     """What search results and the indexer read of a message: everything but its bytes."""
 
-    _META_SQL = """
+    _META_SQL = f"""
         SELECT m.id, a.name, m.message_id, m.content_hash, m.date, m.subject, m.sender_name, m.sender_addr,
                m.to_addrs, m.cc_addrs, m.thread_id, m.problem, m.size,
                t.category, t.priority, coalesce(t.disposition, 'inbox'),
                (SELECT group_concat(f.name, char(10)) FROM locations l JOIN folders f ON f.id = l.folder_id
                  WHERE l.message = m.id),
                (SELECT group_concat(l.flags, ' ') FROM locations l WHERE l.message = m.id),
-               (SELECT group_concat(label, char(10)) FROM labels WHERE message = m.id)
+               (SELECT group_concat(label, char(10)) FROM labels WHERE message = m.id),
+               {UNREAD_SQL}
         FROM messages m JOIN accounts a ON a.id = m.account_id LEFT JOIN triage t ON t.message = m.id
     """
 
     def _meta(self, row: Sequence) -> MessageMeta:
         (mid, account, message_id, digest, date, subject, sname, saddr, to, cc, thread, problem, size,
-         category, priority, disposition, folders, flags, labels) = row
+         category, priority, disposition, folders, flags, labels, unread) = row
         folder_list = tuple(sorted(set(split_lines(folders or ""))))
         flag_list = (flags or "").split()
         keywords = {f for f in flag_list if not f.startswith("\\")}
-        # a message is unread when none of its locations carries \Seen (DESIGN.md)
-        seen = SEEN in flag_list
         return MessageMeta(
             id=mid, account=account, message_id=message_id, content_hash=digest, date=date, subject=subject,
             sender_name=sname, sender_addr=saddr, to=split_lines(to), cc=split_lines(cc), thread=thread,
             folders=folder_list, labels=tuple(sorted(set(folder_list) | keywords | set(split_lines(labels or "")))),
-            unread=not seen, starred=FLAGGED in flag_list,
+            unread=bool(unread), starred=FLAGGED in flag_list,
             triage=Triage(category, priority, disposition), problem=problem, size=size,
         )
 
@@ -72,8 +72,7 @@ class Metadata(ChangeFeed):
         conds: list[str] = []
         params: list[object] = []
         if unread is not None:
-            conds.append(("NOT " if unread else "") +
-                         "EXISTS (SELECT 1 FROM locations l WHERE l.message = m.id AND ' ' || l.flags || ' ' LIKE '% \\Seen %')")
+            conds.append(("" if unread else "NOT ") + UNREAD_SQL)  # unread while any copy lacks \Seen
         if starred is not None:
             conds.append(("" if starred else "NOT ") +
                          "EXISTS (SELECT 1 FROM locations l WHERE l.message = m.id AND ' ' || l.flags || ' ' LIKE '% \\Flagged %')")
