@@ -28,6 +28,10 @@ class UsageError(OakenError):
         self.command = command
 
 
+# the JSON forms of `oaken search` (docs/cli.md): raised when a field changes meaning or goes away
+FORMAT_VERSION = 1
+
+
 def _json(obj: Any) -> str:
     import json
 
@@ -378,15 +382,36 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"oaken: warning: {warning}", file=sys.stderr)
     if response.degraded:
         print(f"oaken: {response.mode} results only ({response.degraded_reason})", file=sys.stderr)
-    if args.json:
-        print(_json(response))
-        return 0
-    from oaken.search import render
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        print(_json({"format_version": FORMAT_VERSION, **_plain(response)}))
+    elif fmt == "jsonl":  # one hit a line, for jq and line-by-line readers
+        import json
 
-    tty = sys.stdout.isatty()
-    # piped into grep or a file, the table keeps whole subjects instead of fitting a terminal
-    print(render.table(response, color=tty, width=None if tty else 160))
-    return 0
+        for hit in _plain(response)["hits"]:
+            print(json.dumps({"format_version": FORMAT_VERSION, **hit}, ensure_ascii=False))
+    elif fmt == "ids":
+        for hit in response.hits:
+            print(hit.id)
+    else:
+        from oaken.search import render
+
+        tty = sys.stdout.isatty()
+        color = args.color == "always" or (args.color == "auto" and tty and not os.environ.get("NO_COLOR"))
+        # piped into grep or a file, the table keeps whole subjects instead of fitting a terminal
+        print(render.table(response, color=color, width=None if tty else 160))
+    # the search could not choose an account (an unknown one, several and none named, no mail):
+    # the warning above names those there are; a script must not take it for "nothing found"
+    return 0 if getattr(response, "account", None) else 1
+
+
+def _plain(response: Any) -> dict[str, Any]:
+    """A response as JSON-ready data: the daemon's answer is already a dict (client.View)."""
+    if isinstance(response, dict):
+        return dict(response)
+    import json
+
+    return json.loads(_json(response))
 
 
 # ---- argument parsing ----------------------------------------------------------------------
@@ -492,7 +517,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("--offset", type=int, default=0)
         s.add_argument("--sort", choices=["relevance", "date"], default="relevance")
         s.add_argument("--thread", type=int)
-        s.add_argument("--json", action="store_true")
+        s.add_argument("--format", choices=["text", "json", "jsonl", "ids"], default="text",
+                       help="text (a table), json (the whole response), jsonl (a hit a line) or ids "
+                            "(a message id a line); docs/cli.md describes each, with format_version")
+        s.add_argument("--json", action="store_true", help="the same as --format json")
+        s.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                       help="bold matches and subjects: auto means on a terminal unless NO_COLOR is set")
         s.add_argument("--explain", action="store_true")
         s.add_argument("--no-daemon", action="store_true", help="search in this process even if a daemon runs")
         s.set_defaults(func=cmd_search)

@@ -41,6 +41,7 @@ def test_json_is_the_api_response(home: Path, capsys: pytest.CaptureFixture) -> 
     expected = dataclasses.asdict(search("stock option", config=config_for(home)))
     for doc in (printed, expected):
         doc.pop("timings")
+    assert printed.pop("format_version") == 1  # the CLI's JSON says which form it is (docs/cli.md)
     assert printed == json.loads(json.dumps(expected))
     assert {"id", "message_id", "account", "folders", "labels", "thread", "subject", "sender", "date", "unread",
             "score", "snippet", "why", "matched_chunks"} <= set(printed["hits"][0])
@@ -143,3 +144,45 @@ def test_low_confidence_is_said_in_words(concept_home: Path, capsys: pytest.Capt
     assert len(lines) == 3  # the unrelated rest of the mailbox is not listed
     assert main(["search", "--no-daemon", "qwxzzy"]) == 0
     assert capsys.readouterr().out.splitlines() == ["no messages found"]
+
+
+def test_formats_for_scripts(home: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["search", "--json", "stock", "option"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    ids = [h["id"] for h in whole["hits"]]
+    assert ids
+    assert main(["search", "--format", "ids", "stock", "option"]) == 0
+    assert capsys.readouterr().out.split() == [str(i) for i in ids]
+    assert main(["search", "--format", "jsonl", "stock", "option"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [h["id"] for h in lines] == ids and all(h["format_version"] == 1 for h in lines)
+    assert lines[0]["subject"] == whole["hits"][0]["subject"]
+
+
+def test_color_follows_no_color_and_the_option(home: Path, capsys: pytest.CaptureFixture,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    assert main(["search", "--color", "always", "stock"]) == 0
+    assert "\x1b[1m" in capsys.readouterr().out
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert main(["search", "stock"]) == 0
+    assert "\x1b[" not in capsys.readouterr().out
+    assert main(["search", "--color", "never", "stock"]) == 0
+    assert "\x1b[" not in capsys.readouterr().out
+
+
+def test_an_unknown_account_is_an_error_naming_those_there_are(home: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["search", "--account", "nobody", "stock"]) == 1
+    err = capsys.readouterr().err
+    assert "no mail in account 'nobody'" in err and "accounts with mail: main" in err
+
+
+def test_columns_are_counted_as_a_terminal_shows_them() -> None:
+    from oaken.search import render
+
+    subject = "会議の議事録について確認お願いします"  # two columns a character
+    assert render.width_of(subject) == 2 * len(subject)
+    cut = render._cut(subject, 11)
+    assert cut.endswith("…") and render.width_of(cut) <= 11
+    assert render.width_of(render._pad("山田太郎", 24)) == 24
+    assert render._cut("café", 4) == "café"  # an accent is one column

@@ -14,9 +14,41 @@ _MARKED = re.compile(r"\[\[(.*?)\]\]", re.S)
 _BOLD, _RESET, _DIM = "\x1b[1m", "\x1b[0m", "\x1b[2m"
 
 
+def _char_width(c: str) -> int:
+    import unicodedata  # only for text that is not ASCII
+
+    if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+
+
+def width_of(text: str) -> int:
+    """Columns `text` takes on a terminal: CJK ideographs take two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(_char_width(c) for c in text)
+
+
+def _take(text: str, columns: int) -> str:
+    """The longest start of `text` that fits in `columns`."""
+    if text.isascii():
+        return text[:max(columns, 0)]
+    used = 0
+    for i, c in enumerate(text):
+        used += _char_width(c)
+        if used > columns:
+            return text[:i]
+    return text
+
+
 def _cut(text: str, width: int) -> str:
+    """`text` on one line in at most `width` columns, "…" marking a cut."""
     text = " ".join(text.split())
-    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+    return text if width_of(text) <= width else _take(text, width - 1) + "…"
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * max(width - width_of(text), 0)
 
 
 def _sender(sender: str) -> str:
@@ -29,18 +61,18 @@ def _snippet(text: str, width: int, color: bool) -> str:
     """One line around the matches; on a terminal they are bold, elsewhere they keep their [[ ]]."""
     flat = " ".join(text.split())
     plain = _MARKED.sub(r"\1", flat)
-    if len(plain) > width:
-        # cut by visible characters, keeping markers whole
+    if width_of(plain) > width:
+        # cut by visible columns, keeping markers whole
         out, seen = [], 0
         for piece in re.split(r"(\[\[.*?\]\])", flat):
             visible = piece[2:-2] if piece.startswith("[[") and piece.endswith("]]") else piece
-            if seen + len(visible) > width - 1:
+            if seen + width_of(visible) > width - 1:
                 if not piece.startswith("[["):
-                    out.append(piece[:max(width - 1 - seen, 0)])
+                    out.append(_take(piece, width - 1 - seen))
                 out.append("…")
                 break
             out.append(piece)
-            seen += len(visible)
+            seen += width_of(visible)
         flat = "".join(out)
     if color:
         return _MARKED.sub(lambda m: f"{_BOLD}{m[1]}{_RESET}", flat)
@@ -63,8 +95,8 @@ def _row(hit: Hit, width: int, color: bool, explain: bool) -> list[str]:
     date = hit.date[:10] or "?"
     sender = _cut(_sender(hit.sender), 24)
     unread = "*" if hit.unread else " "
-    head = f"{hit.id:>7} {unread}{date}  {sender:<24}  "
-    subject = _cut(hit.subject or "(no subject)", max(width - len(head), 10))
+    head = f"{hit.id:>7} {unread}{date}  {_pad(sender, 24)}  "
+    subject = _cut(hit.subject or "(no subject)", max(width - width_of(head), 10))
     lines = [head + (f"{_BOLD}{subject}{_RESET}" if color else subject)]
     mark = MEANING_ONLY if by_meaning_only(hit) else ""
     if mark:
