@@ -146,6 +146,7 @@ class TriageConfig:
 class DaemonConfig:
     idle_folders: tuple[str, ...] = ("INBOX",)
     poll_seconds: float = 300.0
+    no_idle_poll_seconds: float = 60.0  # how often idle_folders are polled on a server without IDLE
     max_backoff_seconds: float = 300.0
 
 
@@ -389,6 +390,9 @@ def _check_config(source: str, c: Config) -> None:
         )
     if not c.triage.categories:
         raise ConfigError(f"{source}: [triage] categories: expected at least one category")
+    if c.daemon.no_idle_poll_seconds < 1.0:
+        raise ConfigError(f"{source}: [daemon] no_idle_poll_seconds: expected 1 or more, "
+                          f"got {c.daemon.no_idle_poll_seconds}")
 
 
 def _check_secret_file_mode(path: Path, config: Config) -> None:

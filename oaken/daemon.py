@@ -2,9 +2,12 @@
 
 One connection per IDLE folder waits for the server to announce a change; the main loop syncs
 what was announced, pushes local flag changes within seconds, and checks every folder every
-`poll_seconds`. A dropped link, a restarted server, a timeout or a TLS error is retried with
-exponential backoff; a refused login or an untrusted certificate stops the daemon with one clear
-error instead of a retry storm. SIGTERM lets the running batch commit, then exits 0.
+`poll_seconds`. On a server without IDLE (its capabilities say so) the IDLE folders are instead
+polled every `no_idle_poll_seconds` over the main connection, with one warning. A dropped link, a
+restarted server, a timeout or a TLS error is retried with exponential backoff, which starts again
+from 1 s only after a session that lasted; a refused login or an untrusted certificate stops the
+daemon with one clear error instead of a retry storm. SIGTERM lets the running batch commit, then
+exits 0.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from oaken.sync.runner import AccountSync, account_config
 LOCK_NAME = "daemon.lock"
 PENDING_CHECK_SECONDS = 2.0  # how soon a message opened locally is marked read on the server
 IDLE_RENEW_SECONDS = 60.0
+SESSION_SETTLED_SECONDS = 60.0  # a session that lasted this long was a working one: back off from 1 s again
 
 
 class DaemonLock:
@@ -63,20 +67,31 @@ class DaemonLock:
 
 
 class Backoff:
-    """1 s, 2 s, 4 s ... up to `ceiling`, with a little jitter so many clients do not stampede."""
+    """1 s, 2 s, 4 s ... up to `ceiling`, with a little jitter so many clients do not stampede.
 
-    def __init__(self, ceiling: float, base: float = 1.0):
+    It starts again from `base` only when the session that just failed had lasted `settled`
+    seconds (`connected()` marks its start): a login alone proves nothing, and a server that drops
+    every session right after it is retried ever more slowly, not once a second."""
+
+    def __init__(self, ceiling: float, base: float = 1.0, settled: float = SESSION_SETTLED_SECONDS):
         self.ceiling = max(ceiling, base)
         self.base = base
+        self.settled = settled
         self.failures = 0
+        self._since: float | None = None
+
+    def connected(self) -> None:
+        """A session began (logged in)."""
+        self._since = time.monotonic()
 
     def next(self) -> float:
+        """The delay before the next attempt, after a failed one or a lost session."""
+        if self._since is not None and time.monotonic() - self._since >= self.settled:
+            self.failures = 0
+        self._since = None
         delay = min(self.ceiling, self.base * 2 ** self.failures)
         self.failures += 1
         return delay * random.uniform(0.85, 1.0)
-
-    def reset(self) -> None:
-        self.failures = 0
 
 
 def index_now(config: Config, *, keyword_only: bool = False, stop: threading.Event | None = None) -> bool:
@@ -191,6 +206,12 @@ class Daemon:
         self._woken: set[str] = set()
         self._woken_lock = threading.Lock()
         self._idle_conns: list[Connection] = []
+        # each IDLE folder is either watched by its own IDLE thread or, on a server without
+        # IDLE, polled by the main loop every no_idle_poll_seconds
+        self._idling: set[str] = set()
+        self._polled: set[str] = set()
+        self._idle_lock = threading.Lock()
+        self._warned_no_idle = False
         self.indexer: IndexWorker | None = None
         self.log = log.get("oaken.daemon").bind(account=self.account.name)
         self._signal: str | None = None
@@ -217,6 +238,46 @@ class Daemon:
 
     # ---- IDLE watchers ----------------------------------------------------------------------------
 
+    def _watch(self, conn: Connection) -> None:
+        """For each new main connection: an IDLE thread per IDLE folder if the server offers IDLE
+        (once per folder), else those folders are polled by the main loop."""
+        if "IDLE" not in conn.caps:
+            with self._idle_lock:
+                folders = [f for f in self.config.daemon.idle_folders if f not in self._idling]
+            self._poll_instead(folders)
+            return
+        with self._idle_lock:
+            start = [f for f in self.config.daemon.idle_folders if f not in self._idling]
+            self._idling.update(start)
+            again = [f for f in start if f in self._polled]
+            self._polled.difference_update(start)
+        if again:
+            self.log.info("the server offers IDLE again; watching with IDLE", folders=again)
+        for folder in start:
+            threading.Thread(target=self._idle_loop, args=(folder,), name=f"idle-{folder}", daemon=True).start()
+
+    def _poll_instead(self, folders: list[str]) -> None:
+        """The server has no IDLE: the main loop polls these folders every no_idle_poll_seconds over
+        its own connection. Warned about once per daemon, not once per attempt."""
+        with self._idle_lock:
+            new = [f for f in folders if f not in self._polled]
+            self._polled.update(new)
+            warn = bool(new) and not self._warned_no_idle
+            self._warned_no_idle = self._warned_no_idle or warn
+        if not new:
+            return
+        every = self.config.daemon.no_idle_poll_seconds
+        if warn:
+            self.log.warning("the server does not offer IDLE; polling instead", folders=new, every_seconds=every)
+        else:
+            self.log.info("the server does not offer IDLE; polling instead", folders=new, every_seconds=every)
+        for folder in new:
+            self._notify(folder)  # synced now, then every no_idle_poll_seconds
+
+    def _polled_folders(self) -> set[str]:
+        with self._idle_lock:
+            return set(self._polled)
+
     def _idle_loop(self, folder: str) -> None:
         backoff = Backoff(self.config.daemon.max_backoff_seconds)
         conn: Connection | None = None
@@ -227,7 +288,13 @@ class Daemon:
                 if conn is None:
                     conn = connect(self.account)
                     self._idle_conns.append(conn)
-                    backoff.reset()
+                    backoff.connected()
+                    if "IDLE" not in conn.caps:  # the server dropped IDLE since this thread started
+                        conn = self._drop_idle(conn)
+                        with self._idle_lock:
+                            self._idling.discard(folder)
+                        self._poll_instead([folder])
+                        return
                 # on a new connection, sync once IDLE listens: mail that arrived before it
                 # (while cut off, or while starting) is never announced
                 started = (lambda: self._notify(folder)) if fresh else None
@@ -244,9 +311,11 @@ class Daemon:
             except (IMAPClient.Error, *TRANSIENT) as e:
                 if self.stop.is_set():
                     return  # stopping: run() closed this connection under the IDLE, nothing was lost
-                self.log.warning("idle connection lost", folder=folder, error=f"{type(e).__name__}: {e}")
+                delay = backoff.next()
+                self.log.warning("idle connection lost", folder=folder, error=f"{type(e).__name__}: {e}",
+                                 retry_in=round(delay, 2))
                 conn = self._drop_idle(conn)
-                self.stop.wait(backoff.next())
+                self.stop.wait(delay)
 
     def _drop_idle(self, conn: Connection | None) -> None:
         if conn is not None:
@@ -273,8 +342,8 @@ class Daemon:
         try:
             self._first_connect(syncer)  # a refused login or an untrusted certificate stops here, once
             _start_search_server(self.config, self.stop)
-            for folder in self.config.daemon.idle_folders:
-                threading.Thread(target=self._idle_loop, args=(folder,), name=f"idle-{folder}", daemon=True).start()
+            if syncer.conn is not None:
+                self._watch(syncer.conn)  # IDLE threads, or polling on a server without IDLE
             self.log.info("daemon started", pid=os.getpid(), data_dir=str(data_dir),
                           idle_folders=list(self.config.daemon.idle_folders))
             self._loop(syncer)
@@ -307,31 +376,43 @@ class Daemon:
 
     def _loop(self, syncer: AccountSync) -> None:
         backoff = Backoff(self.config.daemon.max_backoff_seconds)
+        if syncer.conn is not None:
+            backoff.connected()  # the session _first_connect opened
         poll = self.config.daemon.poll_seconds
-        next_full = 0.0
+        quick = self.config.daemon.no_idle_poll_seconds  # the IDLE folders, on a server without IDLE
+        next_full = next_quick = 0.0
         while not self.stop.is_set():
             now = time.monotonic()
             woken = self._take_woken()
+            polled = self._polled_folders()
             only: set[str] | None = None
             if now >= next_full:
                 next_full = now + poll
+                next_quick = now + quick
             else:
                 only = woken | self._folders_with_pending(syncer)
+                if polled and now >= next_quick:
+                    only |= polled
+                    next_quick = now + quick
             if only is None or only:
                 try:
+                    if syncer.conn is None:  # lost: log in again, and look at the capabilities again
+                        syncer.connect()
+                        backoff.connected()
+                        self._watch(syncer.conn)
                     report = syncer.run(only=only, on_batch=self._on_batch, stop=self.stop)
                 except ConnectionLost as e:
-                    delay = backoff.next()
+                    delay = backoff.next()  # from 1 s again only if the lost session had lasted
                     self.log.warning("connection lost; reconnecting", error=str(e), retry_in=round(delay, 2))
                     next_full = 0.0  # after a reconnect, look at everything
                     self.stop.wait(delay)
                     continue
-                backoff.reset()
                 if self.indexer is not None and report.changed:
                     self.indexer.request()  # flags, expunges, folders: the filter fields change too
                 self.log.info("cycle", folders=len(report.folders), skipped=report.skipped, new=report.new,
                               seconds=report.seconds)
-            self.wake.wait(timeout=max(0.0, min(PENDING_CHECK_SECONDS, next_full - time.monotonic())))
+            until = next_full if not self._polled_folders() else min(next_full, next_quick)
+            self.wake.wait(timeout=max(0.0, min(PENDING_CHECK_SECONDS, until - time.monotonic())))
 
     def _folders_with_pending(self, syncer: AccountSync) -> set[str]:
         names = {f.id: f.name for f in syncer.store.folders(syncer.account_id)}
