@@ -55,14 +55,43 @@ def _asdict(obj: Any) -> dict[str, Any]:
     return asdict(obj)
 
 
+PROGRESS_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
+
+
 def progress_bar(total: int | None, desc: str, unit: str = "msg") -> tuple[Callable[[int], None], Callable[[], None]]:
-    """A bar on a terminal, nothing when output goes to a file or a pipe."""
+    """A bar on a terminal; elsewhere (a log file, systemd, a pipe) a line on stderr every
+    PROGRESS_EVERY seconds and one at the end, so long work is never silent for minutes."""
     if not sys.stderr.isatty():
-        return (lambda _n: None), (lambda: None)
+        return _progress_lines(total, desc, unit)
     from tqdm import tqdm
 
     bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
     return bar.update, bar.close
+
+
+def _progress_lines(total: int | None, desc: str, unit: str) -> tuple[Callable[[int], None], Callable[[], None]]:
+    import time
+
+    started = time.monotonic()
+    state = {"done": 0, "said": started}
+
+    def say() -> None:
+        of = f" of {total}" if total else ""
+        print(f"oaken: {desc}: {state['done']}{of} {unit} ({time.monotonic() - started:.0f} s)", file=sys.stderr,
+              flush=True)
+
+    def update(n: int) -> None:
+        state["done"] += n
+        now = time.monotonic()
+        if now - state["said"] >= PROGRESS_EVERY:
+            state["said"] = now
+            say()
+
+    def close() -> None:
+        if state["said"] != started:  # said something along the way: say where it ended
+            say()
+
+    return update, close
 
 
 def _config(args: argparse.Namespace) -> config_mod.Config:
