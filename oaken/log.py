@@ -104,4 +104,8 @@ def configure(config: LogConfig | None = None, stream: Any = None) -> None:
 
 
 def get(name: str = "oaken") -> Any:
+    # structlog unconfigured prints to stdout: a library caller (the evals, a script) that never
+    # called configure() would get log lines between its results
+    if not structlog.is_configured():
+        configure()
     return structlog.get_logger(name)

@@ -34,3 +34,22 @@ def test_console_format() -> None:
     log.configure(LogConfig(format="console"), stream=out)
     log.get().info("import.done", added=3)
     assert "import.done" in out.getvalue() and "added=3" in out.getvalue()
+
+
+def test_a_library_caller_that_never_configured_logging_gets_it_on_stderr() -> None:
+    """structlog unconfigured prints to stdout: `python -m oaken.evals` had log lines between its
+    results."""
+    import subprocess
+    import sys
+
+    code = "from oaken import log; log.get('oaken.test').info('a line for stderr'); print('result')"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "result\n" and "a line for stderr" in proc.stderr
+
+
+def test_eval_results_go_to_the_data_folder_by_default(tmp_path, monkeypatch) -> None:
+    from oaken.evals.__main__ import default_out
+
+    monkeypatch.setenv("OAKEN_HOME", str(tmp_path))
+    assert default_out() == tmp_path / "evals"

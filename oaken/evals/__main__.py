@@ -20,7 +20,12 @@ from oaken.errors import OakenError
 from oaken.evals import calibrate, harness, retrieval
 from oaken.evals.ingest import EvalError
 
-DEFAULT_OUT = Path("evals/results")
+def default_out() -> Path:
+    """The user's data folder, not the current directory (a clone's evals/results holds the
+    figures the README quotes: pass --out evals/results to write there)."""
+    from oaken import config as config_mod
+
+    return config_mod.resolve_data_dir(config_mod.load()) / "evals"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
                         "or $OAKEN_CORPORA)")
     r.add_argument("--split", choices=("all", "dev", "test"), default="all",
                    help="with a question file: ask one half (dev tunes, test reports; a fixed seed) or all")
-    r.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where results go (default evals/results)")
+    r.add_argument("--out", type=Path, default=None, help="where results go (default: <data dir>/evals)")
     r.add_argument("--keep", type=Path, help="build the data here and keep it (default: a temp folder)")
     q = sub.add_parser("questions", help="check the real-mail question set: paraphrase overlap, the dev/test split")
     q.add_argument("--corpora", type=Path, default=None, help="the folder holding the corpora (as with --real)")
@@ -61,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
                         "and low_confidence_cosine tuned on its dev half, reported on its test half")
     c.add_argument("--corpora", type=Path, default=None, help="with --real: the folder holding the corpora")
     c.add_argument("--keep", type=Path, help="build the data here and keep it (a second run reuses it)")
-    c.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    c.add_argument("--out", type=Path, default=None, help="where results go (default: <data dir>/evals)")
     return p
 
 
@@ -100,7 +105,7 @@ def _retrieval(args: argparse.Namespace) -> int:
                                 workdir=args.keep, backend=args.backend, distractors=args.distractors)
     print(retrieval.answered_by(run.meta) + "\n")
     print(retrieval.table(run.scores))
-    paths = retrieval.write(run.scores, run.rankings, args.out, run.name, run.meta)
+    paths = retrieval.write(run.scores, run.rankings, args.out or default_out(), run.name, run.meta)
     print(f"\nwritten: {paths[0]} {paths[1]}", file=sys.stderr)
     return 0
 
@@ -144,7 +149,7 @@ def _calibrate_real(args: argparse.Namespace) -> int:
            "floor": {"tuned_on": "dev", "tuned": asdict(floor), "reported_on": "test", "reported": asdict(floor_test)},
            "low_confidence": {"tuned_on": "dev", "tuned": asdict(tuned), "reported_on": "test",
                               "reported": asdict(held_out)}}
-    path = _save(args.out, f"calibration-real-{'live' if args.live else 'concept'}.json", doc)
+    path = _save(args.out or default_out(), f"calibration-real-{'live' if args.live else 'concept'}.json", doc)
     print(f"{tuned.model} ({retrieval.answered_by(meta)})\n"
           f"vector_min_cosine = {floor.floor:.2f}: right answers lost on dev {floor.answer_lost:.0%}, "
           f"test {floor_test.answer_lost:.0%} of paraphrases; hits for unanswerable dev {floor.unanswerable_hits:.1f}, "
@@ -166,7 +171,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         held_out = calibrate.report(qs2, cfg2, tuned.threshold)
     doc = {"tuned_on_seed": args.tune_seed, "tuned": asdict(tuned),
            "reported_on_seed": args.report_seed, "reported": asdict(held_out), "messages": args.messages}
-    path = _save(args.out, f"calibration-{'live' if args.live else 'concept'}.json", doc)
+    path = _save(args.out or default_out(), f"calibration-{'live' if args.live else 'concept'}.json", doc)
     print(f"{tuned.model}: low_confidence_cosine = {tuned.threshold:.3f}\n"
           f"  tuned on seed {args.tune_seed}: unanswerable flagged {tuned.unanswerable_flagged:.0%}, "
           f"answerable flagged {tuned.answerable_flagged:.0%}\n"
