@@ -116,6 +116,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     if not args.host and (args.account or args.username or args.port or args.password_command):
         raise UsageError("--account, --username, --port and --password-command describe an account: "
                          "give its --host too", "init")
+    if not args.host and sys.stdin.isatty() and sys.stdout.isatty():
+        _ask_account(args)  # a person at a terminal is asked; a script gets the note below
     name = args.account or "main"
     account = config_writer.account_table(args.host, args.username or "", tls=args.tls, port=args.port,
                                           password_command=args.password_command) if args.host else None
@@ -131,7 +133,28 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(f"wrote {path}")
     if written.backup is not None:
         print(f"the file it replaced, {written.replaced}, is now {written.backup}")
+    if account is None:
+        print("it has no IMAP account yet: `oaken import PATH` works now (Maildir, mbox, .eml); to sync, "
+              f"`oaken init --host HOST --username USER` adds an account to {path}")
     return 0
+
+
+def _ask_account(args: argparse.Namespace) -> None:
+    """Fill args' account fields from answers at the terminal; an empty host means none."""
+    print("An IMAP account to sync (leave the host empty to only import mail from files).")
+    args.host = input("IMAP host: ").strip() or None
+    if args.host is None:
+        return
+    args.username = input("user name: ").strip() or None
+    tls = input("TLS [implicit/starttls/none] (implicit): ").strip().lower() or "implicit"
+    if tls not in ("implicit", "starttls", "none"):
+        raise UsageError(f"TLS {tls!r}: expected implicit, starttls or none", "init")
+    args.tls = tls
+    port = input("port (the usual one for that TLS): ").strip()
+    if port and not port.isdigit():
+        raise UsageError(f"port {port!r}: expected a number", "init")
+    args.port = int(port) if port else None
+    args.password_command = input("command that prints the password (e.g. `pass show mail`): ").strip() or None
 
 
 def cmd_import(args: argparse.Namespace) -> int:

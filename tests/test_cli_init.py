@@ -102,3 +102,22 @@ def test_force_starts_over_from_a_broken_file(oaken_home: Path, capsys) -> None:
     assert rc == 0 and out.splitlines()[-1] == (f"the file it replaced, not readable as TOML, is now "
                                                 f"{oaken_home / 'config.toml.bak'}")
     assert list(config_mod.load().accounts) == ["main"]
+
+
+def test_init_without_an_account_says_so_and_how_to_add_one(oaken_home: Path, capsys) -> None:
+    rc, out, _ = _run(capsys, "init")  # not a terminal: nothing is asked
+    assert rc == 0 and "no IMAP account yet" in out and "oaken init --host HOST --username USER" in out
+
+
+def test_init_at_a_terminal_asks_for_the_account(oaken_home: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    answers = iter(["imap.example.org", "alex", "starttls", "143", "pass show mail"])
+    monkeypatch.setattr("builtins.input", lambda _prompt: next(answers))
+    rc, out, _ = _run(capsys, "init")
+    assert rc == 0 and "no IMAP account yet" not in out
+    written = tomllib.loads((oaken_home / "config.toml").read_text())
+    account = written["accounts"]["main"]
+    assert (account["host"], account["username"], account["tls"], account["port"]) == (
+        "imap.example.org", "alex", "starttls", 143)
+    assert account["password_command"] == "pass show mail"
