@@ -307,6 +307,11 @@ class _SyncBar:
 def cmd_sync(args: argparse.Namespace) -> int:
     import time
 
+    if args.print_unit:
+        from oaken import systemd
+
+        print(systemd.unit(args.config, args.account), end="")
+        return 0
     from oaken.sync import runner
 
     cfg = _config(args)
@@ -549,6 +554,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         mode.add_argument("--daemon", action="store_true", help="keep syncing, indexing and answering searches")
         s.add_argument("--account")
         s.add_argument("--no-index", action="store_true", help="do not index after syncing")
+        s.add_argument("--print-unit", action="store_true",
+                       help="print a systemd user unit that runs this oaken's daemon, and exit")
         s.set_defaults(func=cmd_sync)
 
     if only in (None, "reindex"):
