@@ -74,9 +74,21 @@ class BatchFetcher:
         """The batch's headers, read by the worker process; None (read by the caller) without one."""
         if self.pool is None:
             return None
-        bodies = [bytes(fetched[u][b"BODY[]"]) for u in sorted(fetched) if fetched[u].get(b"BODY[]") is not None]
+        bodies = [body for u in sorted(fetched) if (body := body_of(fetched[u])) is not None]
         try:
             return self.pool.submit(self.read_all, bodies)
         except RuntimeError:  # a broken or shut down pool costs speed, never mail
             self.pool = None
             return None
+
+
+def body_of(item: dict) -> bytes | None:
+    """A FETCH item's message bytes; None when there is no message to store: no BODY[] at all, or
+    the empty body a server may send for a message another client expunged between our SEARCH and
+    FETCH (RFC 2180 4.1.3; pymap does, with RFC822.SIZE 0). Storing that would add an empty,
+    headerless message until the next sync removed it; no real message is zero bytes."""
+    raw = item.get(b"BODY[]")
+    if raw is None:
+        return None
+    raw = bytes(raw)
+    return raw or None

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # imported when a download needs them: a sync with nothing ne
 
 from oaken import crashpoints, envelope, log, processes
 from oaken.store import Folder, Incoming, Store
-from oaken.sync.fetcher import BatchFetcher
+from oaken.sync.fetcher import BatchFetcher, body_of
 from oaken.sync.imap import Connection, Selected, StoreResult
 from oaken.sync.imap_syntax import flag_names, internaldate, modseq_of
 
@@ -245,10 +245,11 @@ class FolderSync:
         items: list[Incoming] = []
         for uid in sorted(fetched):
             item = fetched[uid]
-            raw = item.get(b"BODY[]")
+            raw = body_of(item)
             if raw is None:
+                if b"BODY[]" in item:
+                    self.log.info("empty message not stored (expunged meanwhile?)", folder=f.name, uid=uid)
                 continue
-            raw = bytes(raw)
             digest, env = next(read) if read else (envelope.content_hash(raw), envelope.read(raw))
             items.append(Incoming(raw, digest, env, f.id, sel.uidvalidity, uid,
                                   _with_pending(flag_names(item.get(b"FLAGS", ())), overlay.get(uid, ())),
