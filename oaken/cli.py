@@ -412,6 +412,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                   explain=args.explain)
     response: Any = None
     cfg = None
+    fell_back: list[str] = []  # why a running daemon did not answer, when this process searches instead
     if args.config:
         # a config named on the command line is read whole, daemon or not: a bad one is refused
         # (rc 2), and only a daemon in the data directory it names may answer
@@ -423,7 +424,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         # this process never loads the typed config, the stores or the engine
         from oaken.search import client
 
-        answer = client.ask_for(cfg, query, params)
+        # one that answers with an error is said, and searched around where that is right (another
+        # protocol, a failure inside it); a request it refuses raises client.DaemonError
+        answer = client.ask_for(cfg, query, params, warn=fell_back.append)
+        for why in fell_back:
+            print(f"oaken: warning: {why}", file=sys.stderr)
         response = None if answer is None else client.View(answer)
     if response is None:
         from oaken import config as config_mod
@@ -431,7 +436,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         # not _config(): a search logs nothing, and structlog's import would double a cold call's time
         cfg = cfg or config_mod.load()
-        if not args.no_daemon and _loads_model(cfg):
+        if not args.no_daemon and not fell_back and _loads_model(cfg):
             print("oaken: no search daemon is running, so this process loads the model itself; "
                   "`oaken sync --daemon` keeps it loaded and answers faster", file=sys.stderr)
         response = engine.search(query, config=cfg, **params)

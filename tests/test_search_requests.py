@@ -96,7 +96,8 @@ WRONG_PARAMS = [
 @pytest.mark.parametrize("params, error", WRONG_PARAMS,
                          ids=[f"{k}={json.dumps(v)[:24]}" for p, _ in WRONG_PARAMS for k, v in p.items()])
 def test_a_wrong_param_is_refused_by_name(sock: str, params: dict[str, Any], error: str) -> None:
-    assert ask(sock, {"query": "notmuch", "params": params}) == {"error": error, "code": "bad_request", "ref": None}
+    assert ask(sock, {"query": "notmuch", "params": params}) == {"protocol": 1, "id": None, "error": error,
+                                                                  "code": "bad_request", "ref": None}
 
 
 @pytest.mark.parametrize("line, error", [
@@ -106,12 +107,12 @@ def test_a_wrong_param_is_refused_by_name(sock: str, params: dict[str, Any], err
     (b"[1]\n", 'request: expected a JSON object {"query": "...", "params": {...}}, got [1]'),
     (b'{"query": 5}\n', "query: expected text (the search, may be empty), got 5"),
     (b'{"params": {}}\n', "query: expected text (the search, may be empty), got null"),
-    (b'{"query": "x", "limit": 5}\n', 'request: unknown field "limit"; a request holds query and params'),
+    (b'{"query": "x", "limit": 5}\n', 'request: unknown field "limit"; a request holds protocol, id, query and params'),
     (b'{"query": "x", "params": [1]}\n', "params: expected a JSON object of search parameters, got [1]"),
 ], ids=["not-json", "not-utf8", "too-deep", "not-an-object", "query-not-text", "no-query",
         "unknown-field", "params-not-an-object"])
 def test_a_malformed_request_is_refused_saying_what_a_request_is(sock: str, line: bytes, error: str) -> None:
-    assert ask(sock, line) == {"error": error, "code": "bad_request", "ref": None}
+    assert ask(sock, line) == {"protocol": 1, "id": None, "error": error, "code": "bad_request", "ref": None}
 
 
 def test_every_param_the_client_may_send_is_checked(sock: str) -> None:
@@ -149,10 +150,13 @@ def test_a_failure_inside_the_daemon_is_logged_there_not_sent(cfg: Config) -> No
     with _serve(cfg, search=failing) as path:
         answer = ask(path, {"query": "notmuch", "params": {"limit": 5}})
         ref = answer["ref"]
-        assert answer == {"error": f"internal error; see the daemon log (ref {ref})", "code": "internal_error",
-                          "ref": ref}
+        assert answer == {"protocol": 1, "id": None, "error": f"internal error; see the daemon log (ref {ref})",
+                          "code": "internal_error", "ref": ref}
         assert len(ref) == 8
-        assert client.ask_at(path, "notmuch", {}) is None  # the command then searches in its own process
+        with pytest.raises(client.DaemonError) as failed:  # the command says so and searches in its own process
+            client.ask_at(path, "notmuch", {})
+        assert failed.value.fallback
+        assert "could not answer: internal error; see the daemon log (ref " in str(failed.value)
     text = json.dumps(answer)
     assert "Overflow" not in text and "private" not in text and "Traceback" not in text
     logged = [json.loads(line) for line in out.getvalue().splitlines()]

@@ -152,7 +152,7 @@ def test_a_config_named_on_the_command_line_is_read_even_with_a_daemon(cfg: Conf
         elsewhere = tmp_path / "elsewhere"
         other = tmp_path / "other.toml"
         other.write_text(f'[embedder]\nmodel = "none"\n[paths]\ndata_dir = "{elsewhere}"\n')
-        assert main(["--config", str(other), "search", "--json", "notmuch"]) == 0
+        assert main(["--config", str(other), "search", "--json", "notmuch"]) == 1  # no mail there: an error
         answer = json.loads(capsys.readouterr().out)
         assert answer["hits"] == [] and any("no mail yet" in w for w in answer["warnings"])
         assert asked == ["notmuch"]  # the daemon answered none of these

@@ -137,7 +137,8 @@ def test_two_thousand_idle_connections_add_no_thread_and_keep_no_search_out(cfg:
         if count > srv.max_connections + 128 + 50:  # all accepted but the newest and the listen queue's
             for sock in idle[:50]:
                 said, closed = _drain(sock)
-                assert closed and json.loads(said) == {"code": "bad_request", "ref": None, "error": (
+                assert closed and json.loads(said) == {"protocol": 1, "id": None, "code": "bad_request", "ref": None,
+                                                       "error": (
                     "request: not sent whole before a newer client needed the connection "
                     f"({srv.max_connections} open at most)")}
     assert len(idle) == count
@@ -174,8 +175,8 @@ def test_a_client_trickling_half_a_request_is_dropped_at_its_deadline_without_ho
             time.sleep(0.2)
         assert len(told) == len(slow), f"{len(slow) - len(told)} slow clients still connected after 8 s"
         for said in told.values():
-            assert json.loads(said) == {"error": "request: not sent whole within 2 s", "code": "bad_request",
-                                        "ref": None}
+            assert json.loads(said) == {"protocol": 1, "id": None, "error": "request: not sent whole within 2 s",
+                                        "code": "bad_request", "ref": None}
         assert server.ask(cfg, "notmuch", {"limit": 1}, timeout=10) is not None
 
 
@@ -213,7 +214,8 @@ def test_a_request_over_the_cap_is_refused_saying_so_and_the_connection_closed(c
                     pass  # refused before the last bytes went: the answer is waiting all the same
                 reader = sock.makefile("rb")
                 assert json.loads(reader.readline()) == {
-                    "error": f"request: longer than {server.MAX_REQUEST} bytes", "code": "bad_request", "ref": None}
+                    "protocol": 1, "id": None, "error": f"request: longer than {server.MAX_REQUEST} bytes",
+                    "code": "bad_request", "ref": None}
                 try:
                     assert reader.read() == b""
                 except ConnectionResetError:

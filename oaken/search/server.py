@@ -1,9 +1,13 @@
 """The daemon's search socket: a warm process (embedder loaded, indexes open) answers `oaken search`.
 
-A Unix socket in the data directory, mode 0600 (only its owner may search the mail). One JSON
-line in, one JSON line out: {"query": ..., "params": {...}} -> the SearchResponse as a dict, or
-an ErrorReply {"error": ..., "code": ...}. A client that finds no socket, or a dead one, or gets
-an error, searches in its own process.
+A Unix socket in the data directory, mode 0600 in a directory of mode 0700 (only its owner may
+search the mail). One JSON line in, one JSON line out, as oaken.search.client describes:
+{"protocol": 1, "id": ..., "query": ..., "params": {...}} -> {"protocol": 1, "id": ..., **the
+SearchResponse as a dict}, or {"protocol": 1, "id": ..., **an ErrorReply}. A request of another
+protocol is refused with the code "protocol_mismatch", naming both. A request without "protocol"
+is read as protocol 1: its fields and its answer are those of the socket before protocols had a
+number, so the clients of then (and a hand-typed request) are answered as before, and a protocol 2
+will refuse them as protocol 1. The client of this oaken always sends the protocol and an id.
 
 A request is checked whole before it is run: every field of the wrong type or out of range is
 refused with its name and what it expects, where an in-process search would warn and ignore it
@@ -32,13 +36,15 @@ from oaken import config as config_mod
 from oaken import log
 from oaken.config import DISPOSITIONS, Config
 from oaken.errors import OakenError
-from oaken.search.client import PARAMS, SOCKET_NAME, ask_raw, socket_path  # noqa: F401 - socket_path, SOCKET_NAME: re-exported
+from oaken.search.client import PARAMS, PROTOCOL, ask_raw
+from oaken.search.client import SOCKET_NAME, socket_path  # noqa: F401 - re-exported
 from oaken.search.client import encode as _encode
 from oaken.search.types import Explain, Hit, MatchedChunk, RetrieverTrace, SearchResponse, Why
 
 MAX_REQUEST = 1 << 20
 MAX_COUNT = (1 << 31) - 1  # limit and offset: far more mail than one mailbox holds
 MAX_ID = (1 << 63) - 1  # a thread number: SQLite's largest integer
+MAX_REQUEST_ID = 128  # characters of a request id given as text
 WORKERS = 4  # searches at once; more clients wait their turn without holding a thread
 MAX_CONNECTIONS = 64  # open at once; far more than one user's searches need
 CLIENT_SECONDS = 5.0  # to send the whole request, and to read the whole answer: a local client needs ms
@@ -47,7 +53,14 @@ STOP_POLL_SECONDS = 0.5  # how soon the loop sees stop_event
 
 
 class RequestError(OakenError):
-    """A request the socket refuses as sent; the message names the field and what it expects."""
+    """A request the socket refuses as sent; the message names the field and what it expects.
+    `code`: "bad_request", or "protocol_mismatch"; `request_id`: the request's id, when it has a
+    valid one, for the reply to echo."""
+
+    def __init__(self, message: str, code: str = "bad_request", request_id: str | int | None = None):
+        super().__init__(message)
+        self.code = code
+        self.request_id = request_id
 
 
 @dataclass(frozen=True)
@@ -55,7 +68,9 @@ class ErrorReply:
     """The socket's answer when it has no SearchResponse to give."""
 
     error: str  # one line for a person
-    code: str  # "bad_request": the request is at fault, as `error` says; "internal_error": the daemon is
+    # "bad_request": the request is at fault, as `error` says; "protocol_mismatch": it speaks another
+    # protocol, `error` names both; "internal_error": the daemon is at fault
+    code: str
     ref: str | None = None  # internal_error: the `ref` of the daemon's log line that holds the traceback
 
 
@@ -118,14 +133,18 @@ def _checks(categories: Sequence[str]) -> dict[str, tuple[Callable[[Any], bool],
     }
 
 
+def _request_id(value: Any) -> bool:
+    return (isinstance(value, str) and 0 < len(value) <= MAX_REQUEST_ID) or _whole(value, -MAX_ID - 1, MAX_ID)
+
+
 def _shown(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def parse_request(line: bytes, categories: Sequence[str]) -> tuple[str, dict[str, Any]]:
-    """(query, params) of one request line, every field checked; RequestError names the first
-    field at fault and what it expects."""
+def parse_request(line: bytes, categories: Sequence[str]) -> tuple[str | int | None, str, dict[str, Any]]:
+    """(id, query, params) of one request line, every field checked; RequestError names the first
+    field at fault and what it expects (the protocol first: another one may have other fields)."""
     if len(line) >= MAX_REQUEST and not line.endswith(b"\n"):
         raise RequestError(f"request: longer than {MAX_REQUEST} bytes")
     try:
@@ -135,25 +154,46 @@ def parse_request(line: bytes, categories: Sequence[str]) -> tuple[str, dict[str
     if not isinstance(request, dict):
         raise RequestError(f'request: expected a JSON object {{"query": "...", "params": {{...}}}}, '
                            f"got {_shown(request)}")
+    request_id = request.get("id")
+    echo = request_id if _request_id(request_id) else None
+    protocol = request.get("protocol", PROTOCOL)
+    if not _whole(protocol, 0, MAX_COUNT):
+        raise RequestError(f"protocol: expected a whole number (this daemon speaks protocol {PROTOCOL}), "
+                           f"got {_shown(protocol)}", request_id=echo)
+    if protocol != PROTOCOL:
+        raise RequestError(f"protocol: the request speaks protocol {protocol}, this daemon protocol {PROTOCOL}; "
+                           "restart the daemon (`oaken sync --daemon`) with the oaken that searches",
+                           "protocol_mismatch", echo)
+    if request_id is not None and echo is None:
+        raise RequestError(f"id: expected a request id (text of 1 to {MAX_REQUEST_ID} characters, or a whole "
+                           f"number from {-MAX_ID - 1} to {MAX_ID}) or null, got {_shown(request_id)}")
     for key in request:
-        if key not in ("query", "params"):
-            raise RequestError(f"request: unknown field {_shown(key)}; a request holds query and params")
+        if key not in ("protocol", "id", "query", "params"):
+            raise RequestError(f"request: unknown field {_shown(key)}; a request holds protocol, id, query "
+                               "and params", request_id=echo)
     query = request.get("query")
     if not isinstance(query, str):
-        raise RequestError(f"query: expected text (the search, may be empty), got {_shown(query)}")
+        raise RequestError(f"query: expected text (the search, may be empty), got {_shown(query)}", request_id=echo)
     params = request.get("params")
     if params is None:
-        return query, {}
+        return echo, query, {}
     if not isinstance(params, dict):
-        raise RequestError(f"params: expected a JSON object of search parameters, got {_shown(params)}")
+        raise RequestError(f"params: expected a JSON object of search parameters, got {_shown(params)}",
+                           request_id=echo)
     checks = _checks(categories)
     for name, value in params.items():
         if name not in checks:
-            raise RequestError(f"params: unknown parameter {_shown(name)}; expected one of {', '.join(PARAMS)}")
+            raise RequestError(f"params: unknown parameter {_shown(name)}; expected one of {', '.join(PARAMS)}",
+                               request_id=echo)
         check, expected = checks[name]
         if not check(value):
-            raise RequestError(f"params.{name}: expected {expected}, got {_shown(value)}")
-    return query, params
+            raise RequestError(f"params.{name}: expected {expected}, got {_shown(value)}", request_id=echo)
+    return echo, query, params
+
+
+def reply(request_id: str | int | None, body: dict[str, Any]) -> bytes:
+    """One reply line: the protocol, the request's id (None: the request had none to read), the body."""
+    return _encode({"protocol": PROTOCOL, "id": request_id, **body})
 
 
 def response_from_dict(data: dict[str, Any]) -> SearchResponse:
@@ -264,18 +304,19 @@ class SearchServer:
                 pass
 
     def _answer(self, line: bytes) -> bytes:
+        request_id: str | int | None = None
         query = ""
         try:
-            query, params = parse_request(line, self.config.triage.categories)
-            return _encode(asdict(self._search(query, config=self.config, **params)))
+            request_id, query, params = parse_request(line, self.config.triage.categories)
+            return reply(request_id, asdict(self._search(query, config=self.config, **params)))
         except RequestError as e:
-            self._log.info("search.bad_request", error=str(e))
-            return _encode(asdict(ErrorReply(str(e), "bad_request")))
-        except Exception:  # noqa: BLE001 - the client falls back to searching itself
+            self._log.info(f"search.{e.code}", error=str(e))
+            return reply(e.request_id, asdict(ErrorReply(str(e), e.code)))
+        except Exception:  # noqa: BLE001 - the client says so and searches itself
             ref = secrets.token_hex(4)
             self._log.exception("search.internal_error", ref=ref, query=query)
-            return _encode(asdict(ErrorReply(f"internal error; see the daemon log (ref {ref})",
-                                             "internal_error", ref)))
+            return reply(request_id, asdict(ErrorReply(f"internal error; see the daemon log (ref {ref})",
+                                                       "internal_error", ref)))
 
     # ---- the serving loop: every connection, never blocking ----------------------------------------
 
@@ -430,7 +471,7 @@ class SearchServer:
             pass  # being searched for: not watched
         if why is not None:
             try:
-                client.sock.send(_encode(asdict(ErrorReply(why, "bad_request"))))
+                client.sock.send(reply(None, asdict(ErrorReply(why, "bad_request"))))
             except OSError:
                 pass
         client.sock.close()
@@ -448,6 +489,7 @@ class SearchServer:
 
 
 def ask(config: Config, query: str, params: dict[str, Any], timeout: float = 60.0) -> SearchResponse | None:
-    """The daemon's answer, or None when no daemon answers (then search in this process)."""
+    """The daemon's answer, or None when no daemon answers (then search in this process);
+    client.DaemonError when one answers with no response."""
     answer = ask_raw(config, query, params, timeout)
     return None if answer is None else response_from_dict(answer)
