@@ -21,6 +21,10 @@ _API = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "Mailbox":
+        from oaken.mailbox import Mailbox
+
+        return Mailbox
     if name in _API:
         from oaken import api
 

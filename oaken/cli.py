@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
     from oaken import config as config_mod
+    from oaken.mailbox import Mailbox
 
 # A cold `oaken search` is the command people run most: this module imports only what argument
 # parsing needs, each command loads its own modules, and only the command asked for gets a parser.
@@ -94,6 +95,13 @@ def _progress_lines(total: int | None, desc: str, unit: str) -> tuple[Callable[[
     return update, close
 
 
+def _mailbox(args: argparse.Namespace) -> Mailbox:
+    """The session the command works through: the same one a Python caller gets (oaken.Mailbox)."""
+    from oaken.mailbox import Mailbox
+
+    return Mailbox(config=_config(args))
+
+
 def _config(args: argparse.Namespace) -> config_mod.Config:
     from oaken import config as config_mod
 
@@ -160,44 +168,45 @@ def _ask_account(args: argparse.Namespace) -> None:
 def cmd_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from oaken import api, extras, importer
+    from oaken import extras, importer
 
-    cfg = _config(args)
+    box = _mailbox(args)
     paths = [Path(p).expanduser() for p in args.paths]
     total = importer.count(paths) if sys.stderr.isatty() else None
     update, close = progress_bar(total, "import")
+    index_update: Callable[[int], None] | None = None
+    index_close: Callable[[], None] = lambda: None  # noqa: E731
+
+    def index_progress(n: int) -> None:
+        nonlocal index_update, index_close
+        if index_update is None:
+            close()  # the import's bar ends when the index's starts
+            index_update, index_close = progress_bar(None, "index")
+        index_update(n)
+
     try:
-        report = api.import_mail(paths, account=args.account, config=cfg, progress=update)
+        result = box.import_mail(paths, account=args.account, index=not args.no_index, progress=update,
+                                 index_progress=index_progress)
     finally:
         close()
-    indexed: Any = None
-    index_error: IndexUnavailable | None = None
-    if (report.added or report.new_locations) and not args.no_index:
-        # keyword indexing is quick, so imported mail is searchable at once; embedding is not, and
-        # is left to `oaken reindex` or the daemon
-        from oaken.index import indexer
-
-        update, close = progress_bar(report.added or None, "index")
-        try:
-            indexed = indexer.update(cfg, keyword_only=True, progress=update)
-        except IndexUnavailable as e:  # a full disk, a locked index: the mail is stored all the same
-            index_error = e
-        finally:
-            close()
+        index_close()
+    report = result.stored
     if args.json:
-        print(_json({**_asdict(report), "index": {"error": str(index_error)} if index_error else indexed}))
+        print(_json({**_asdict(report), "index": {"error": result.index_error} if result.index_error
+                     else result.index}))
     else:
-        if indexed is not None and cfg.embedder.model != "none" and not extras.vectors_missing(cfg.embedder.model):
+        model = box.config.embedder.model
+        if result.index is not None and model != "none" and not extras.vectors_missing(model):
             print("keyword index up to date; `oaken reindex` (or a running `oaken sync --daemon`) embeds the new mail")
         print(f"{report.seen} messages read, {report.added} new, {report.new_locations} now also in another folder, "
               f"{report.with_problems} with parse problems (stored raw, findable by their headers), "
               f"{len(report.skipped)} files skipped")
-        for s in report.skipped[:20]:
-            print(f"  skipped {s}")
+        for s_ in report.skipped[:20]:
+            print(f"  skipped {s_}")
         if len(report.skipped) > 20:
             print(f"  ... and {len(report.skipped) - 20} more")
-    if index_error is not None:
-        print(f"oaken: the mail is stored in raw.db, but not yet searchable: {index_error}", file=sys.stderr)
+    if result.index_error is not None:
+        print(f"oaken: the mail is stored in raw.db, but not yet searchable: {result.index_error}", file=sys.stderr)
         return 1
     return 0
 
@@ -205,10 +214,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from oaken import api
-
-    cfg = _config(args)
-    data = api.status(config=cfg)
+    data = _mailbox(args).status()
     if args.json:
         print(_json(data))
         return 0
@@ -245,13 +251,10 @@ def _fields(values: dict[str, Any]) -> str:
 
 
 def cmd_triage(args: argparse.Namespace) -> int:
-    from oaken import api
-
-    cfg = _config(args)
     if args.category is None and args.priority is None and args.disposition is None:
         raise UsageError("give at least one of --category, --priority, --disposition", "triage")
-    result = api.set_triage(args.id, category=args.category, priority=args.priority,
-                            disposition=args.disposition, config=cfg)
+    result = _mailbox(args).triage(args.id, category=args.category, priority=args.priority,
+                                   disposition=args.disposition)
     print(_json(result) if args.json else
           f"{args.id}: category {_none(result.category)}, priority {_none(result.priority)}, "
           f"disposition {_none(result.disposition)}")
@@ -263,10 +266,7 @@ def _none(value: object) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from oaken import reader
-
-    cfg = _config(args)
-    msg = reader.open_message(args.id, peek=args.peek, config=cfg)
+    msg = _mailbox(args).show(args.id, peek=args.peek)
     if args.raw:
         sys.stdout.buffer.write(msg.raw)
         sys.stdout.buffer.flush()
@@ -305,37 +305,23 @@ class _SyncBar:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    import time
-
     if args.print_unit:
         from oaken import systemd
 
         print(systemd.unit(args.config, args.account), end="")
         return 0
-    from oaken.sync import runner
-
-    cfg = _config(args)
+    box = _mailbox(args)
     if args.daemon:
         from oaken import daemon
 
-        return daemon.run(cfg, account=args.account, index=not args.no_index)
+        return daemon.run(box.config, account=args.account, index=not args.no_index)
     bar = _SyncBar()
     try:
-        for attempt in range(3):  # a dropped link resumes where it stopped
-            try:
-                report = runner.sync(cfg, args.account, bar)
-                break
-            except runner.ConnectionLost as e:
-                if attempt == 2:
-                    raise
-                print(f"oaken: {e}; retrying", file=sys.stderr)
-                time.sleep(1 + attempt)
+        result = box.sync(args.account, index=not args.no_index, progress=bar,
+                          retried=lambda why: print(f"oaken: {why}", file=sys.stderr))
     finally:
         bar.close()
-    if report.changed and not args.no_index:
-        from oaken import daemon
-
-        daemon.index_now(cfg)
+    report = result.stored
     changed = [f for f in report.folders if not f.skipped]
     print(f"{report.account}: {report.new} new, {sum(f.matched for f in changed)} matched again, "
           f"{sum(f.flags for f in changed)} flag changes, {sum(f.expunged for f in changed)} expunged, "
@@ -347,14 +333,17 @@ def cmd_sync(args: argparse.Namespace) -> int:
         print(f"  folder deleted on the server: {name}")
     for message, op, flag, error in report.rejected_flag_changes:
         print(f"  refused by the server: {op}{flag} on message {message}: {error}", file=sys.stderr)
+    if result.index_error is not None:
+        print(f"oaken: the mail is stored in raw.db, but not yet searchable: {result.index_error}", file=sys.stderr)
+        return 1
     return 0
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     from oaken.index import indexer
 
-    cfg = _config(args)
-    total = indexer.pending(cfg, rebuild=args.rebuild) if sys.stderr.isatty() else None
+    box = _mailbox(args)
+    total = indexer.pending(box.config, rebuild=args.rebuild) if sys.stderr.isatty() else None
     bars: list[Callable[[], None]] = []
 
     def bar(total_: int | None, desc: str, unit: str) -> Callable[[int], None]:
@@ -379,8 +368,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         vector_bar(n)
 
     try:
-        report = indexer.reindex(cfg, rebuild=args.rebuild, keyword_only=args.keyword_only,
-                                 progress=keyword_progress, vector_progress=vector_progress)
+        report = box.reindex(rebuild=args.rebuild, keyword_only=args.keyword_only, progress=keyword_progress,
+                             vector_progress=vector_progress)
     finally:
         for done in bars:
             done()
@@ -407,39 +396,28 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     if args.limit < 0 or args.offset < 0:
         raise UsageError("--limit and --offset take a number of 0 or more", "search")
+    from oaken.mailbox import Mailbox
+
     query = " ".join(args.query)
     params = dict(limit=args.limit, offset=args.offset, account=args.account, thread=args.thread, sort=args.sort,
                   explain=args.explain)
-    response: Any = None
-    cfg = None
-    fell_back: list[str] = []  # why a running daemon did not answer, when this process searches instead
+    # not _config(): a search logs nothing, and structlog's import would double a cold call's time.
+    # A config named on the command line is read whole, daemon or not (a bad one is refused, rc 2),
+    # and only a daemon in the data directory it names may answer; without one, a warm daemon's
+    # answer is printed as it came and this process loads no typed config, store or engine.
+    box = Mailbox(config=args.config, daemon=not args.no_daemon)
     if args.config:
-        # a config named on the command line is read whole, daemon or not: a bad one is refused
-        # (rc 2), and only a daemon in the data directory it names may answer
-        from oaken import config as config_mod
+        box.config  # noqa: B018 - read now, so a bad file is refused before a daemon is asked
+    warned: list[str] = []
+    data, by_daemon = box.search_json(query, warn=warned.append, **params)
+    for why in warned:
+        print(f"oaken: warning: {why}", file=sys.stderr)
+    if not by_daemon and not warned and not args.no_daemon and box.loads_model():
+        print("oaken: no search daemon is running, so this process loaded the model itself; "
+              "`oaken sync --daemon` keeps it loaded and answers faster", file=sys.stderr)
+    from oaken.search.client import View
 
-        cfg = config_mod.load(args.config)
-    if not args.no_daemon:
-        # a warm daemon answers; its JSON is printed as it came (client.View), and without --config
-        # this process never loads the typed config, the stores or the engine
-        from oaken.search import client
-
-        # one that answers with an error is said, and searched around where that is right (another
-        # protocol, a failure inside it); a request it refuses raises client.DaemonError
-        answer = client.ask_for(cfg, query, params, warn=fell_back.append)
-        for why in fell_back:
-            print(f"oaken: warning: {why}", file=sys.stderr)
-        response = None if answer is None else client.View(answer)
-    if response is None:
-        from oaken import config as config_mod
-        from oaken.search import engine
-
-        # not _config(): a search logs nothing, and structlog's import would double a cold call's time
-        cfg = cfg or config_mod.load()
-        if not args.no_daemon and not fell_back and _loads_model(cfg):
-            print("oaken: no search daemon is running, so this process loads the model itself; "
-                  "`oaken sync --daemon` keeps it loaded and answers faster", file=sys.stderr)
-        response = engine.search(query, config=cfg, **params)
+    response = View(data)
     for warning in response.warnings:
         print(f"oaken: warning: {warning}", file=sys.stderr)
     if response.degraded:
@@ -640,17 +618,6 @@ def main(argv: list[str] | None = None) -> int:
             raise  # a bug: its traceback is the report
         print(f"oaken: {_sqlite_failure(e)}", file=sys.stderr)
         return 1
-
-
-def _loads_model(cfg: Any) -> bool:
-    """Whether a search in this process will load the embedder (so the daemon hint is true)."""
-    from oaken import config as config_mod
-    from oaken import extras, paths
-
-    model = cfg.embedder.model
-    if model == "none" or extras.vectors_missing(model):
-        return False
-    return os.path.isdir(paths.vectors_dir(config_mod.resolve_data_dir(cfg)))
 
 
 def _unrecognized(args: argparse.Namespace, extra: list[str], argv: list[str]) -> UsageError:

@@ -318,9 +318,9 @@ def test_another_user_cannot_connect(open_parent: Path) -> None:
 
 def test_after_a_fallback_the_command_does_not_say_no_daemon_is_running(
         cfg: Config, monkeypatch: pytest.MonkeyPatch, here: list[str], capsys) -> None:
-    from oaken import cli
+    from oaken.mailbox import Mailbox
 
-    monkeypatch.setattr(cli, "_loads_model", lambda _cfg: True)  # what it says when the model is loaded here
+    monkeypatch.setattr(Mailbox, "loads_model", lambda _self: True)  # what it says when the model is loaded here
     monkeypatch.setattr(server, "PROTOCOL", 2, raising=False)
     with _serve(cfg):
         rc, answer, err = _command(capsys, "notmuch")
