@@ -2,14 +2,20 @@
 
 Each message is stored once (by Message-ID and content) with its folder as a label; importing
 the same mail again adds nothing. A message that cannot be parsed is stored raw and marked with its problem.
+Memory: a batch is read and stored a group of about GROUP_BYTES at a time, and no message is
+copied or parsed whole here (an mbox message's flags come from its header block).
 """
 
 from __future__ import annotations
 
+import contextlib
+import email.message
+import email.parser
 import mailbox
 import os
 import re
 from dataclasses import dataclass, field
+from email.policy import compat32
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -20,6 +26,7 @@ from oaken.store import Incoming, Store
 MAILDIR_FLAGS = {"S": "\\Seen", "F": "\\Flagged", "R": "\\Answered", "T": "\\Deleted", "D": "\\Draft"}
 MESSAGE_SUFFIXES = {"", ".eml", ".txt", ".msg", ".mbox", ".mbx"}
 _HEADER_LINE = re.compile(rb"^(From |[\x21-\x39\x3b-\x7e]+:)")
+GROUP_BYTES = 64 << 20  # mail of a batch held in memory at once (one larger message is a group alone)
 
 
 @dataclass(frozen=True)
@@ -115,10 +122,22 @@ def _walk_mbox(path: Path, name: str) -> Iterator[Item]:
     except Exception as e:  # noqa: BLE001
         raise ImportFailed(f"{path}: cannot be read as an mbox: {e}") from None
     for key in keys:
-        msg = box.get_message(key)
+        msg = _mbox_headers(box, key)
         status = (msg.get("Status", "") or "") + (msg.get("X-Status", "") or "")
         flags = tuple(f for c, f in (("R", "\\Seen"), ("F", "\\Flagged"), ("A", "\\Answered")) if c in status)
         yield Item(name, f"{path}#{key}", flags, (lambda k=key: box.get_bytes(k)), None)
+
+
+def _mbox_headers(box: mailbox.mbox, key: str) -> email.message.Message:
+    """The header block of one mbox message, read as box.get_message reads it (which would parse
+    and then deep-copy the whole message, attachments and all)."""
+    lines = []
+    with contextlib.closing(box.get_file(key)) as f:  # past the "From " line
+        for line in f:
+            if line[:1] in (b"\r", b"\n"):
+                break
+            lines.append(line)
+    return email.parser.BytesHeaderParser(policy=compat32).parsebytes(b"".join(lines))
 
 
 def discover(path: Path, report: ImportReport) -> Iterator[Item]:
@@ -157,6 +176,20 @@ def discover(path: Path, report: ImportReport) -> Iterator[Item]:
                 yield Item(name, str(p), (), _reader(p), _mtime(p))
 
 
+def _incoming(item: Item, folder_id: int, report: ImportReport) -> Incoming | None:
+    """The message read for storing; None (and the reason in the report) when there is none."""
+    try:
+        raw = item.read()
+    except OSError as e:
+        report.skipped.append(f"{item.source}: cannot be read: {e}")
+        return None
+    if not raw or raw.isspace():  # not raw.strip(): that copies the message
+        report.skipped.append(f"{item.source}: empty, nothing to store")
+        return None
+    return Incoming(raw, envelope.content_hash(raw), envelope.read(raw), folder_id, flags=tuple(item.flags),
+                    internaldate=item.mtime, source=item.source)
+
+
 def import_paths(store: Store, account: str, paths: list[Path], *, batch_size: int = 500,
                  progress: Callable[[int], None] | None = None) -> ImportReport:
     """Import everything under `paths`; each batch is one transaction, so a kill loses only it."""
@@ -169,37 +202,39 @@ def import_paths(store: Store, account: str, paths: list[Path], *, batch_size: i
     folder_ids: dict[str, int] = {}
     pending: list[Item] = []
 
+    def store_group(items: list[Incoming], folders: list[str]) -> None:
+        for folder, result in zip(folders, store.add_messages(account_id, items)):
+            report.added += result.new_message
+            report.new_locations += result.new_location and not result.new_message
+            if result.problem:
+                report.with_problems += 1
+            report.folders[folder] = report.folders.get(folder, 0) + 1
+
     def flush() -> None:
         with store.transaction():
+            # stored as one transaction in a few groups (a few statements each, not a dozen per
+            # message): one ends half way, so that the crash point lands with half the batch
+            # written, and one ends wherever GROUP_BYTES of mail have been read, so that a batch
+            # of large messages is never in memory whole
+            half = len(pending) // 2 + 1
             items: list[Incoming] = []
             folders: list[str] = []
-            for item in pending:
+            size = 0
+            read_any = False
+            for n, item in enumerate(pending, 1):
                 if item.folder not in folder_ids:
                     folder_ids[item.folder] = store.ensure_folder(account_id, item.folder).id
-                try:
-                    raw = item.read()
-                except OSError as e:
-                    report.skipped.append(f"{item.source}: cannot be read: {e}")
-                    continue
-                if not raw.strip():
-                    report.skipped.append(f"{item.source}: empty, nothing to store")
-                    continue
-                items.append(Incoming(raw, envelope.content_hash(raw), envelope.read(raw), folder_ids[item.folder],
-                                      flags=tuple(item.flags), internaldate=item.mtime, source=item.source))
-                folders.append(item.folder)
-            # stored as one batch (a few statements, not a dozen per message), in two halves so
-            # that the crash point still lands with half the batch written
-            half = len(items) // 2 + 1
-            results = store.add_messages(account_id, items[:half])
-            if items:
-                crashpoints.reached("import.mid_batch", stored=report.added + sum(r.new_message for r in results))
-            results += store.add_messages(account_id, items[half:])
-            for folder, result in zip(folders, results):
-                report.added += result.new_message
-                report.new_locations += result.new_location and not result.new_message
-                if result.problem:
-                    report.with_problems += 1
-                report.folders[folder] = report.folders.get(folder, 0) + 1
+                incoming = _incoming(item, folder_ids[item.folder], report)
+                if incoming is not None:
+                    items.append(incoming)
+                    folders.append(item.folder)
+                    size += len(incoming.raw)
+                    read_any = True
+                if n == half or size >= GROUP_BYTES or n == len(pending):
+                    store_group(items, folders)
+                    items, folders, size = [], [], 0
+                if n == half and read_any:
+                    crashpoints.reached("import.mid_batch", stored=report.added)
         crashpoints.reached("import.after_commit", stored=report.added)
         if progress:
             progress(len(pending))
