@@ -287,7 +287,8 @@ def parse(raw: bytes) -> ParsedMessage:
 
 
 def _headers(msg: Message) -> tuple[tuple[str, str], ...]:
-    return tuple((str(key), str(value)) for key, value in msg.raw_items())
+    # raw 8-bit bytes: UTF-8, else the declared charset, else cp1252 (envelope's rule, one place)
+    return envelope.header_items(msg)
 
 
 def _finish(headers: tuple[tuple[str, str], ...], text: str, from_html: bool, attachments: tuple[Attachment, ...],
@@ -576,9 +577,9 @@ def _forward_header(inner: Message) -> str:
     """The lines a reader sees above a forwarded message."""
     lines = []
     for name in ("From", "Date", "Subject", "To"):
-        value = inner.get(name)
+        value = envelope.message_header(inner, name)
         if value:
-            lines.append(f"{name}: {envelope.decode(value)}")
+            lines.append(f"{name}: {value}")
     return "\n".join(lines)
 
 

@@ -152,18 +152,16 @@ def test_stdlib_parsed_headers_get_the_declared_charset() -> None:
     assert envelope.decode(escaped, "iso-8859-2") == "Łódź"
 
 
-# ---- mail.py (ParsedMessage's headers): these need its change, then lose their xfail ------------
+# ---- mail.py (ParsedMessage's headers and forwarded headers) use the same rule -------------------
 # mail.py `_headers`: `return envelope.header_items(msg)`; `_forward_header`:
 # `value = envelope.message_header(inner, name)` and `lines.append(f"{name}: {value}")`.
 
-@pytest.mark.xfail(strict=True, reason="mail._headers does not yet call envelope.header_items")
 def test_mail_parse_reads_8bit_headers_in_the_declared_charset() -> None:
     p = mail.parse(b"Subject: \xa3\xf3d\xbc\nFrom: \xa3ukasz <l@example.pl>\n"
                    b"Content-Type: text/plain; charset=iso-8859-2\n\nbody\n")
     assert (p.subject, p.sender) == ("Łódź", ("Łukasz", "l@example.pl"))
 
 
-@pytest.mark.xfail(strict=True, reason="mail._forward_header does not yet call envelope.message_header")
 def test_mail_parse_reads_8bit_headers_of_a_forwarded_message() -> None:
     p = mail.parse(b"Subject: fwd\nContent-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: message/rfc822\n\n"
                    b"From: J\xfcrgen <j@example.de>\nSubject: caf\xe9\n\nhello\n--b--\n")
