@@ -6,7 +6,7 @@ import time
 
 from oaken.errors import NotFound
 from oaken.store.feed import ChangeFeed
-from oaken.store.records import Folder
+from oaken.store.records import Folder, json_list
 
 
 class Folders(ChangeFeed):
@@ -28,15 +28,21 @@ class Folders(ChangeFeed):
     def account_names(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT name FROM accounts ORDER BY id")]
 
-    _FOLDER_COLS = "id, account_id, name, delimiter, special_use, uidvalidity, uidnext, highestmodseq, exists_count"
+    _FOLDER_COLS = ("id, account_id, name, delimiter, special_use, uidvalidity, uidnext, highestmodseq, exists_count, "
+                    "mailbox_id")
 
     def ensure_folder(self, account_id: int, name: str, *, delimiter: str | None = None,
-                      special_use: str | None = None) -> Folder:
+                      special_use: str | None = None, mailbox_id: str | None = None) -> Folder:
+        """The folder of that name, made if new. `mailbox_id` (the server's id of the mailbox) is
+        recorded where none was; a folder whose mailbox changed under its name is the caller's to
+        drop first (oaken/sync/runner.py)."""
         self.db.execute(
-            "INSERT INTO folders(account_id, name, delimiter, special_use) VALUES (?, ?, ?, ?) "
+            "INSERT INTO folders(account_id, name, delimiter, special_use, mailbox_id) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT(account_id, name) DO UPDATE SET "
-            "delimiter = coalesce(excluded.delimiter, delimiter), special_use = coalesce(excluded.special_use, special_use)",
-            (account_id, name, delimiter, special_use),
+            "delimiter = coalesce(excluded.delimiter, delimiter), "
+            "special_use = coalesce(excluded.special_use, special_use), "
+            "mailbox_id = coalesce(mailbox_id, excluded.mailbox_id)",
+            (account_id, name, delimiter, special_use, mailbox_id),
         )
         return self.folder(account_id, name)  # type: ignore[return-value]
 
@@ -59,12 +65,33 @@ class Folders(ChangeFeed):
             (uidvalidity, uidnext, highestmodseq, exists_count, time.time(), folder_id),
         )
 
-    def rename_folder(self, folder_id: int, new_name: str) -> None:
+    def rename_folder(self, folder_id: int, new_name: str, *, bump: bool = True) -> None:
+        """`bump=False`: a step on the way to another name in the same transaction."""
         self.db.execute("UPDATE folders SET name = ? WHERE id = ?", (new_name, folder_id))
+        if not bump:
+            return
         # labels come from folder names: every message there changed (a no-op UPDATE of locations
         # would not fire its trigger, so bump them directly)
         self.bump(r[0] for r in self.db.execute(
             "SELECT DISTINCT message FROM locations WHERE folder_id = ?", (folder_id,)))
+
+    def identity_sample(self, folder_id: int, uidvalidity: int | None, size: int = 20
+                        ) -> list[tuple[int, str | None, int]]:
+        """Up to `size` (uid, Message-ID, size) of a folder's mirrored messages at evenly spaced
+        positions from the oldest to the newest: what recognises the folder under another name on a
+        server without mailbox ids. Spread over the whole folder, so that expunging its oldest (or
+        any few) messages leaves most of the sample in place."""
+        uids = [r[0] for r in self.db.execute(
+            "SELECT uid FROM locations WHERE folder_id = ? AND uidvalidity IS ? AND uid IS NOT NULL ORDER BY uid",
+            (folder_id, uidvalidity))]
+        if not uids:
+            return []
+        n = min(size, len(uids))
+        picked = sorted({uids[round(i * (len(uids) - 1) / (n - 1))] if n > 1 else uids[-1] for i in range(n)})
+        return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
+            "SELECT l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
+            "WHERE l.folder_id = ? AND l.uidvalidity IS ? AND l.uid IN (SELECT value FROM json_each(?)) ORDER BY l.uid",
+            (folder_id, uidvalidity, json_list(picked)))]
 
     def delete_folder(self, folder_id: int) -> int:
         """Forget a folder; messages left with no location are deleted. Returns how many."""

@@ -175,4 +175,11 @@ DROP TRIGGER bump_loc_insert;
     ("m004_no_hash_index", """
 DROP INDEX messages_hash;
 """),
+    # The server's lasting id of each folder's mailbox (RFC 8474 MAILBOXID, or Dovecot's X-GUID):
+    # the same id under a new name is a rename, another id under the same name a new folder.
+    # NULL where the server has none (folders are then recognised by their messages) and in
+    # folders synced before this migration, until their next sync.
+    ("m005_folder_mailbox_id", """
+ALTER TABLE folders ADD COLUMN mailbox_id TEXT;
+"""),
 )

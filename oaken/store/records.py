@@ -24,6 +24,7 @@ class Folder:
     uidnext: int | None
     highestmodseq: int | None
     exists_count: int | None
+    mailbox_id: str | None = None  # the server's lasting id of the mailbox (MAILBOXID, X-GUID), if it has one
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Callable, Iterator, Sequence
 
 from imapclient import IMAPClient, imap_utf7
 
+from oaken import log
 from oaken.config import AccountConfig, _is_loopback
 from oaken.errors import SyncError
 from oaken.sync.credentials import account_section, oauth2_token, password, ssl_context
@@ -46,6 +47,11 @@ class ServerFolder:
             if f.lower() in ("\\junk", "\\trash", "\\sent", "\\drafts", "\\archive", "\\all", "\\flagged"):
                 return f
         return None
+
+    @property
+    def mailbox_id(self) -> str | None:
+        """The server's lasting id of this mailbox (MAILBOXID or Dovecot's X-GUID), if it gave one."""
+        return self.status.mailbox_id if self.status is not None else None
 
     @property
     def selectable(self) -> bool:
@@ -84,6 +90,7 @@ class Connection:
         self.condstore = "CONDSTORE" in self.caps or "QRESYNC" in self.caps
         self.qresync = "QRESYNC" in self.caps
         self.list_status = "LIST-STATUS" in self.caps
+        self.mailbox_id_item = mailbox_id_item(self.caps, getattr(client, "welcome", b""))
         self.selected: str | None = None
         if self.qresync:
             self.client.enable("QRESYNC")
@@ -176,13 +183,31 @@ class Connection:
 
     def list_folders(self) -> list[ServerFolder]:
         """Every folder with its subscription, special use and, with LIST-STATUS, its STATUS, in one
-        round trip; without LIST-STATUS, one STATUS per subscribed folder."""
+        round trip; without LIST-STATUS, one STATUS per subscribed folder. The STATUS includes the
+        mailbox's lasting id where the server has one (`mailbox_id_item`), at no extra round trip."""
         if self.selected is not None:
             # a server may answer STATUS of the selected folder from this session's stale view
             self._check(b"UNSELECT" if "UNSELECT" in self.caps else b"NOOP")
             self.client._imap.state = "AUTH"
             self.selected = None
-        items = b"MESSAGES UIDNEXT UIDVALIDITY" + (b" HIGHESTMODSEQ" if self.condstore else b"")
+        if self.mailbox_id_item is not None:
+            try:
+                return self._list_folders(self.mailbox_id_item)
+            except IMAPClient.AbortError:
+                raise
+            except IMAPClient.Error as e:
+                # refused: the same without the id raises if the id was not the trouble; if it was (a
+                # server that greets as Dovecot but is not), folders are recognised by their messages
+                folders = self._list_folders(None)
+                log.get("oaken.sync").warning("the server refused its mailbox ids; recognising folders by "
+                                              "their messages", item=self.mailbox_id_item.decode(), error=str(e))
+                self.mailbox_id_item = None
+                return folders
+        return self._list_folders(None)
+
+    def _list_folders(self, id_item: bytes | None) -> list[ServerFolder]:
+        items = (b"MESSAGES UIDNEXT UIDVALIDITY" + (b" HIGHESTMODSEQ" if self.condstore else b"")
+                 + (b" " + id_item if id_item else b""))
         if self.list_status and "LIST-EXTENDED" in self.caps:
             special = b" SPECIAL-USE" if "SPECIAL-USE" in self.caps else b""
             untagged = self._check(b'LIST "" "*" RETURN (SUBSCRIBED' + special + b" STATUS (" + items + b"))")
@@ -310,6 +335,23 @@ class Connection:
                 self.client.shutdown()
             except Exception:  # noqa: BLE001
                 pass
+
+
+# Dovecot's greeting, unless its administrator changed login_greeting ("Dovecot ready.",
+# "Dovecot (Debian) ready."): Dovecot 2.3 offers no OBJECTID but answers STATUS X-GUID.
+_DOVECOT_GREETING = re.compile(rb"^\* OK (?:\[[^\]]*\] )?Dovecot\b")
+
+
+def mailbox_id_item(caps: set[str], greeting: bytes | None) -> bytes | None:
+    """The STATUS item that names a mailbox for good, kept through RENAME and never given to another
+    mailbox: MAILBOXID where the server offers OBJECTID (RFC 8474), X-GUID on a Dovecot (its
+    mailbox GUID; Dovecot 2.3 has no OBJECTID); None elsewhere, where folders are recognised by
+    their messages (oaken/sync/runner.py)."""
+    if "OBJECTID" in caps:
+        return b"MAILBOXID"
+    if greeting and _DOVECOT_GREETING.match(greeting):
+        return b"X-GUID"
+    return None
 
 
 def connect(account: AccountConfig, *, timeout: float | None = None) -> Connection:

@@ -78,6 +78,7 @@ class FolderStatus:
     uidnext: int | None
     uidvalidity: int | None
     highestmodseq: int | None
+    mailbox_id: str | None = None  # the server's id of the mailbox, kept across RENAME (see mailbox_id_of)
 
 
 def folder_statuses(data: list) -> dict[str, FolderStatus]:
@@ -88,8 +89,22 @@ def folder_statuses(data: list) -> dict[str, FolderStatus]:
         name = imap_utf7.decode(parts[0]) if isinstance(parts[0], bytes) else str(parts[0])
         values = dict(zip(parts[1][::2], parts[1][1::2]))
         out[name] = FolderStatus(values.get(b"MESSAGES"), values.get(b"UIDNEXT"),
-                                 values.get(b"UIDVALIDITY"), values.get(b"HIGHESTMODSEQ"))
+                                 values.get(b"UIDVALIDITY"), values.get(b"HIGHESTMODSEQ"), mailbox_id_of(values))
     return out
+
+
+def mailbox_id_of(values: dict) -> str | None:
+    """A mailbox's lasting id from its STATUS values: RFC 8474's `MAILBOXID (id)` (servers that
+    offer OBJECTID) or Dovecot's `X-GUID id` (its mailbox GUID, the same idea under another name).
+    Both stay with the mailbox through RENAME and are never given to another mailbox."""
+    for key in (b"MAILBOXID", b"X-GUID"):
+        value = values.get(key)
+        if isinstance(value, (tuple, list)):
+            value = value[0] if value else None
+        if value is not None:
+            text = as_text(value)
+            return text if text.upper() != "NIL" and text else None
+    return None
 
 
 def flag_changes(data: list) -> dict[int, tuple[tuple[str, ...], int | None]]:

@@ -1,5 +1,13 @@
 """Sync every folder of one account: list the server's folders with their STATUS in one round
-trip, mirror renamed and deleted folders, skip the unchanged ones, and sync the rest.
+trip, mirror renamed, deleted and replaced folders, skip the unchanged ones, and sync the rest.
+
+A folder is known by its mailbox, not its name. Where the server names mailboxes for good (RFC 8474
+MAILBOXID, or Dovecot's X-GUID; asked in the same LIST-STATUS or STATUS, see oaken/sync/imap.py),
+the same id under a new name is a rename and another id under a known name is a new folder (the
+old one is dropped, even when the same messages were put back). Elsewhere a folder gone from LIST
+is recognised under a new name with the same UIDVALIDITY by a sample of its messages spread from
+the oldest to the newest: enough of them still at their UIDs with the same Message-ID and size,
+and none replaced by another message.
 
 `sync()` is `oaken.sync()` and `oaken sync --once`; the daemon keeps an `AccountSync` open so that
 a cycle with nothing new costs one LIST-STATUS on a live connection.
@@ -24,6 +32,11 @@ from oaken.sync.folder import FolderReport, FolderSync, OnBatch
 from oaken.sync.imap import TRANSIENT, Connection, ConnectionLost, ServerFolder, connect
 
 DEFAULT_EXCLUDED_USES = ("\\junk", "\\trash")
+# without mailbox ids: a folder under a new name is the old one when at least this share of a
+# sample of the old one's messages is still there (the rest expunged meanwhile)
+RENAME_SHARE = 0.5
+RENAME_SAMPLE = 20
+_SAMPLE_ITEMS = b"UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
 
 
 @dataclass(frozen=True)
@@ -138,9 +151,8 @@ class AccountSync:
              stop: threading.Event | None, t0: float) -> SyncReport:
         conn = self.connect()
         server = conn.list_folders()
-        existing = {f.name for f in server}
         selected = [f for f in server if wanted(f, self.account)]
-        renamed, deleted = self._mirror_folder_changes(conn, existing, selected)
+        renamed, deleted = self._mirror_folder_changes(conn, server, selected)
         if only is not None:
             selected = [f for f in selected if f.name in only]
         if progress is not None and hasattr(progress, "set_total"):
@@ -153,7 +165,7 @@ class AccountSync:
                 break
             with self.store.transaction():
                 local = self.store.ensure_folder(self.account_id, sf.name, delimiter=sf.delimiter,
-                                                 special_use=sf.special_use)
+                                                 special_use=sf.special_use, mailbox_id=sf.mailbox_id)
             if unchanged(local, sf) and not self.store.pending_flag_changes(local.id):
                 reports.append(FolderReport(sf.name, skipped=True))
                 continue
@@ -184,51 +196,106 @@ class AccountSync:
                 total += sf.status.messages
         return total
 
-    # ---- renamed and deleted folders --------------------------------------------------------------
+    # ---- renamed, deleted and replaced folders ---------------------------------------------------
 
-    def _mirror_folder_changes(self, conn: Connection, existing: set[str],
+    def _mirror_folder_changes(self, conn: Connection, server: list[ServerFolder],
                                selected: list[ServerFolder]) -> tuple[list[tuple[str, str]], list[str]]:
+        """Before any folder is synced: each mirrored folder whose mailbox left its name is found
+        under its new name (renamed: its messages, ids and triage kept, nothing downloaded) or
+        dropped (deleted on the server: its messages go, unless another folder holds them too)."""
+        local = {f.name: f for f in self.store.folders(self.account_id)}
+        listed = {sf.name: sf for sf in server}
+        gone: list[Folder] = []  # the name is gone, or holds another mailbox: dropped unless found elsewhere
+        unsure: list[Folder] = []  # same name, new UIDVALIDITY, no ids to tell: moved away, or renumbered
+        for f in local.values():
+            if f.uidvalidity is None:  # only folders this sync mirrored; imported ones are not the server's
+                continue
+            sf = listed.get(f.name)
+            if sf is None:
+                gone.append(f)
+            elif f.mailbox_id and sf.mailbox_id:
+                if sf.mailbox_id != f.mailbox_id:
+                    gone.append(f)  # deleted and made again under the same name (or another renamed onto it)
+            elif sf.status is not None and sf.status.uidvalidity not in (None, f.uidvalidity):
+                unsure.append(f)
+        if not gone and not unsure:
+            return [], []
+        vacated = {f.name for f in gone + unsure}
+        candidates = [sf for sf in selected
+                      if sf.name not in local or local[sf.name].uidvalidity is None or sf.name in vacated]
+        pairs: list[tuple[float, Folder, ServerFolder]] = []
+        for old in gone + unsure:
+            for sf in candidates:
+                if sf.name != old.name and (score := self._same_mailbox(conn, old, sf)) is not None:
+                    pairs.append((score, old, sf))
+        pairs.sort(key=lambda p: -p[0])
+        moves: dict[int, tuple[Folder, ServerFolder]] = {}
+        taken: set[str] = set()
+        for _score, old, sf in pairs:
+            if old.id not in moves and sf.name not in taken:
+                moves[old.id] = (old, sf)
+                taken.add(sf.name)
+        # an unsure folder not found elsewhere stays: its server renumbered it, and FolderSync matches
+        # its messages again; unless the mailbox of another folder now holds its name
+        drop = [f for f in gone if f.id not in moves] + [f for f in unsure if f.id not in moves and f.name in taken]
         renamed: list[tuple[str, str]] = []
         deleted: list[str] = []
-        local = {f.name: f for f in self.store.folders(self.account_id)}
-        # only folders this sync mirrored (a UIDVALIDITY); imported local folders are not the server's
-        gone = [f for n, f in local.items() if n not in existing and f.uidvalidity is not None]
-        fresh = [sf for sf in selected if sf.name not in local or local[sf.name].uidvalidity is None]
-        for old in gone:
-            match = next((sf for sf in fresh if sf.status and old.uidvalidity is not None
-                          and sf.status.uidvalidity == old.uidvalidity and self._same_content(conn, old, sf)), None)
-            with self.store.transaction():
-                if match is not None:
-                    placeholder = local.get(match.name)
-                    if placeholder is not None:  # an empty entry made by an interrupted pass
-                        self.store.delete_folder(placeholder.id)
-                    self.store.rename_folder(old.id, match.name)
-                    fresh.remove(match)
-                    renamed.append((old.name, match.name))
-                    self.log.info("folder renamed", old=old.name, new=match.name)
-                else:
-                    n = self.store.delete_folder(old.id)
-                    deleted.append(old.name)
-                    self.log.info("folder deleted", folder=old.name, messages_deleted=n)
+        with self.store.transaction():
+            for old, _sf in moves.values():  # out of the way first: two folders may trade names
+                self.store.rename_folder(old.id, f"\x00renaming {old.id}", bump=False)
+            for f in drop:
+                n = self.store.delete_folder(f.id)
+                deleted.append(f.name)
+                self.log.info("folder deleted", folder=f.name, messages_deleted=n,
+                              name_reused=f.name in listed)
+            if drop:
+                self.store.drop_orphan_flag_changes()
+            for old, sf in moves.values():
+                placeholder = self.store.folder(self.account_id, sf.name)
+                if placeholder is not None:  # an empty entry made by an interrupted pass
+                    self.store.delete_folder(placeholder.id)
+                self.store.rename_folder(old.id, sf.name)
+                renamed.append((old.name, sf.name))
+                self.log.info("folder renamed", old=old.name, new=sf.name,
+                              by="mailbox id" if old.mailbox_id and sf.mailbox_id else "sampled messages")
         return renamed, deleted
 
-    def _same_content(self, conn: Connection, old: Folder, new: ServerFolder) -> bool:
-        """Renamed, not a new folder that happens to share a UIDVALIDITY: sampled messages match
-        by UID, Message-ID and size."""
-        sample = self.store.location_sample(old.id, 10)
+    def _same_mailbox(self, conn: Connection, old: Folder, new: ServerFolder) -> float | None:
+        """How surely `new` is `old`'s mailbox under another name, or None if it is not: 1.0 by
+        the server's mailbox ids when both are known; else the share of a sample of `old`'s messages
+        (spread from its oldest to its newest) found in `new` at the same UIDs with the same
+        Message-ID and size, if at least RENAME_SHARE. A renamed mailbox keeps its UIDVALIDITY and
+        UIDs; one sampled UID holding another message, or a UIDNEXT behind ours, is another mailbox."""
+        if old.mailbox_id and new.mailbox_id:
+            return 1.0 if old.mailbox_id == new.mailbox_id else None
+        st = new.status
+        if st is None or st.uidvalidity is None or st.uidvalidity != old.uidvalidity:
+            return None
+        if st.uidnext is not None and old.uidnext is not None and st.uidnext < old.uidnext:
+            return None  # UIDs only grow: this mailbox never had the UIDs we stored
+        sample = self.store.identity_sample(old.id, old.uidvalidity, RENAME_SAMPLE)
         if not sample:
-            return new.status is not None and not new.status.messages
-        conn.select(new.name, readonly=True)
-        fetched = conn.fetch([u for u, _m, _s in sample], b"UID RFC822.SIZE BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]")
+            return 1.0 if not st.messages else None
+        try:
+            conn.select(new.name, readonly=True)
+            fetched = conn.fetch([u for u, _m, _s in sample], _SAMPLE_ITEMS)
+        except IMAPClient.AbortError:
+            raise
+        except IMAPClient.Error as e:  # gone again meanwhile, or refused: not a rename we can tell
+            self.log.warning("cannot compare folders", old=old.name, new=new.name, error=str(e))
+            return None
+        found = 0
         for uid, message_id, size in sample:
             item = fetched.get(uid)
-            if item is None or int(item.get(b"RFC822.SIZE", -1)) != size:
-                return False
+            if item is None:
+                continue  # expunged meanwhile: says nothing either way
             header = next((v for k, v in item.items() if k.startswith(b"BODY[HEADER")), b"") or b""
             ids = envelope.message_ids(bytes(header).decode("utf-8", "replace"))
-            if (ids[0] if ids else None) != message_id:
-                return False
-        return True
+            if int(item.get(b"RFC822.SIZE", -1)) != size or (ids[0] if ids else None) != message_id:
+                return None
+            found += 1
+        share = found / len(sample)
+        return share if share >= RENAME_SHARE else None
 
 
 def sync(config: Config | None = None, account: str | None = None, progress: Any = None, *,
