@@ -213,10 +213,11 @@ def test_deleted_and_another_made_with_the_same_uidvalidity_is_not_a_rename(box:
 
 @pytest.mark.parametrize("box", KINDS, indirect=True)
 def test_deleted_and_made_again_with_the_same_mail(box: Mailbox, real_mail):
-    """With mailbox ids the folder is a new one: the old one's messages are dropped (their triage
-    with them) and the new one's downloaded. Without ids oaken cannot tell it from the same folder
-    renumbered (a new UIDVALIDITY): its messages are matched again by Message-ID and size, and
-    keep their ids and triage."""
+    """With mailbox ids the folder is a new one and is downloaded, but the messages it holds are
+    the ones stored before: they keep their ids and triage (a message left with no folder is
+    deleted only at the end of the pass, and found again by Message-ID and content). Without ids
+    oaken cannot tell it from the same folder renumbered (a new UIDVALIDITY): its messages are
+    matched again by Message-ID and size, without downloading, and keep their ids and triage."""
     box.fill("INBOX", real_mail[:1])
     box.fill("Box", real_mail[1:6])
     cfg = box.config()
@@ -234,9 +235,9 @@ def test_deleted_and_made_again_with_the_same_mail(box: Mailbox, real_mail):
     if box.server.capability is None:
         assert report.deleted == ("Box",)
         assert (folder.new, folder.matched) == (5, 0) and folder.bytes == sum(len(m) for m in real_mail[1:6])
-        assert not {after[_mid(m)] for m in real_mail[1:6]} & {before[_mid(m)] for m in real_mail[1:6]}
+        assert after == before  # before deferred orphans: five new ids, the triage gone
         with _store(box) as store:
-            assert store.meta(after[_mid(real_mail[2])]).triage != triage
+            assert store.meta(after[_mid(real_mail[2])]).triage == triage
     else:
         assert report.deleted == ()
         assert folder.uidvalidity_changed and (folder.new, folder.matched, folder.bytes) == (0, 5, 0)
@@ -415,7 +416,8 @@ def test_mailboxid_of_an_objectid_server(pymap_box: Mailbox, real_mail):
     after = _ids(box)
     assert {mid: after[mid] for mid in _message_ids(box, "Projects 2024")} == {
         mid: before[mid] for mid in _message_ids(box, "Projects 2024")}
-    assert not {after[_mid(m)] for m in real_mail[10:13]} & {before[_mid(m)] for m in real_mail[10:13]}
+    # the same mail in the new Box: the messages stored before, found again (ids kept)
+    assert {after[_mid(m)] for m in real_mail[10:13]} == {before[_mid(m)] for m in real_mail[10:13]}
     with _store(box) as store:
         assert store.meta(after[_mid(real_mail[2])]).triage == triage
     conn = connect(cfg.accounts["test"])
@@ -423,3 +425,45 @@ def test_mailboxid_of_an_objectid_server(pymap_box: Mailbox, real_mail):
         assert conn.mailbox_id_item == b"MAILBOXID"
     finally:
         conn.close()
+
+
+def test_a_message_moved_to_a_folder_synced_later_keeps_its_id_and_triage(imap_box, real_mail):
+    """Another client's MOVE is an expunge in one folder and an APPEND in another. When the source
+    is synced first, the message is in no folder for a moment; it used to be deleted then and
+    stored again under a new id from the folder synced next, its triage lost."""
+    imap_box.fill("INBOX", real_mail[:1])
+    imap_box.fill("Zarchive", real_mail[1:4])
+    cfg = imap_box.config()
+    report = sync(cfg)
+    # the move goes from the folder synced first to one synced after it (the server's LIST order)
+    first, then = [f.folder for f in report.folders]
+    before = _ids(imap_box)
+    moved = _mid(real_mail[1] if first == "Zarchive" else real_mail[0])
+    triage = _triage(imap_box, before[moved], category="work", disposition="archived")
+    with imap_box.client() as c:
+        c.select_folder(first)
+        uid = next(u for u, d in c.fetch(c.search("ALL"), ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"]).items()
+                   if moved.encode() in next(v for k, v in d.items() if k.startswith(b"BODY")))
+        c.move([uid], then)
+    report = sync(cfg)
+    assert [f.folder for f in report.folders] == [first, then]
+    assert _folder(report, first).expunged == 1 and _folder(report, then).new == 1
+    after = _ids(imap_box)
+    assert after == before
+    with _store(imap_box) as store:
+        assert store.meta(after[moved]).triage == triage
+    assert_mirrored(imap_box, cfg)
+
+
+def test_a_message_gone_from_every_folder_is_deleted_at_the_end_of_the_pass(imap_box, real_mail):
+    imap_box.fill("INBOX", real_mail[:3])
+    cfg = imap_box.config()
+    sync(cfg)
+    gone = _mid(real_mail[0])
+    with imap_box.client() as c:
+        c.select_folder("INBOX")
+        c.delete_messages([min(c.search("ALL"))])
+        c.expunge()
+    sync(cfg)
+    assert gone not in _ids(imap_box)
+    assert_mirrored(imap_box, cfg)

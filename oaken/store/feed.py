@@ -43,12 +43,29 @@ class ChangeFeed:
     def delete_messages(self, messages: Iterable[int]) -> None:
         self.db.executemany("DELETE FROM messages WHERE id = ?", ((m,) for m in messages))
 
-    def delete_orphans(self, candidates: Iterable[int]) -> int:
-        """Delete those of `candidates` left with no location. Returns how many."""
+    def delete_orphans(self, candidates: Iterable[int], *, defer: bool = False) -> int:
+        """Delete those of `candidates` left with no location. Returns how many.
+
+        `defer` (a sync pass): only note them; sweep_orphans deletes those still nowhere once the
+        pass is over. Another client's MOVE is an expunge here and an APPEND there: deleting at
+        once would store the message again under a new id in the folder synced next, losing its
+        triage and labels. Returns 0 when deferred."""
+        if defer:
+            self.db.executemany("INSERT OR IGNORE INTO orphan_candidates VALUES (?)", ((m,) for m in set(candidates)))
+            return 0
         gone = [m for m in set(candidates)
                 if not self.db.execute("SELECT 1 FROM locations WHERE message = ? LIMIT 1", (m,)).fetchone()]
         self.delete_messages(gone)
         return len(gone)
+
+    def sweep_orphans(self, account_id: int) -> int:
+        """Delete the account's messages sync passes left with no location that found none since
+        (the end of a whole pass over the account's folders). Returns how many."""
+        candidates = [r[0] for r in self.db.execute(
+            "DELETE FROM orphan_candidates WHERE message IN (SELECT o.message FROM orphan_candidates o "
+            "JOIN messages m ON m.id = o.message WHERE m.account_id = ?) RETURNING message", (account_id,))]
+        self.db.execute("DELETE FROM orphan_candidates WHERE message NOT IN (SELECT id FROM messages)")
+        return self.delete_orphans(candidates) if candidates else 0
 
     def changes_since(self, seq: int, limit: int = 1000) -> list[Change]:
         """The change feed: messages changed or deleted after `seq`, oldest change first."""

@@ -93,10 +93,11 @@ class Folders(ChangeFeed):
             "WHERE l.folder_id = ? AND l.uidvalidity IS ? AND l.uid IN (SELECT value FROM json_each(?)) ORDER BY l.uid",
             (folder_id, uidvalidity, json_list(picked)))]
 
-    def delete_folder(self, folder_id: int) -> int:
-        """Forget a folder; messages left with no location are deleted. Returns how many."""
+    def delete_folder(self, folder_id: int, *, defer: bool = False) -> int:
+        """Forget a folder; messages left with no location are deleted (`defer`: at the end of the
+        sync pass, see delete_orphans). Returns how many were deleted now."""
         affected = [r[0] for r in self.db.execute(
             "SELECT DISTINCT message FROM locations WHERE folder_id = ?", (folder_id,))]
         self.db.execute("DELETE FROM locations WHERE folder_id = ?", (folder_id,))
         self.db.execute("DELETE FROM folders WHERE id = ?", (folder_id,))
-        return self.delete_orphans(affected)
+        return self.delete_orphans(affected, defer=defer)

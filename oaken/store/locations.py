@@ -40,8 +40,9 @@ class Locations(ChangeFeed):
             (flags_text(flags), modseq, folder_id, uidvalidity, uid),
         )
 
-    def remove_uids(self, folder_id: int, uidvalidity: int | None, uids: Iterable[int]) -> int:
-        """Expunged on the server: drop those locations, and messages left nowhere. Returns messages deleted."""
+    def remove_uids(self, folder_id: int, uidvalidity: int | None, uids: Iterable[int], *, defer: bool = False) -> int:
+        """Expunged on the server: drop those locations, and messages left nowhere (`defer`: at
+        the end of the sync pass, see delete_orphans). Returns messages deleted now."""
         affected: list[int] = []
         for uid in uids:
             row = self.db.execute(
@@ -50,7 +51,7 @@ class Locations(ChangeFeed):
             ).fetchone()
             if row:
                 affected.append(row[0])
-        return self.delete_orphans(affected)
+        return self.delete_orphans(affected, defer=defer)
 
     def relocate(self, folder_id: int, old_uidvalidity: int | None, old_uid: int, new_uidvalidity: int,
                  new_uid: int, flags: Iterable[str | bytes], modseq: int | None = None) -> None:
@@ -61,11 +62,11 @@ class Locations(ChangeFeed):
             (new_uidvalidity, new_uid, flags_text(flags), modseq, folder_id, old_uidvalidity, old_uid),
         )
 
-    def drop_stale_uidvalidity(self, folder_id: int, keep_uidvalidity: int) -> int:
+    def drop_stale_uidvalidity(self, folder_id: int, keep_uidvalidity: int, *, defer: bool = False) -> int:
         affected = [r[0] for r in self.db.execute(
             "DELETE FROM locations WHERE folder_id = ? AND uid IS NOT NULL AND uidvalidity IS NOT ? RETURNING message",
             (folder_id, keep_uidvalidity))]
-        return self.delete_orphans(affected)
+        return self.delete_orphans(affected, defer=defer)
 
     # ---- matching messages again without downloading them -------------------------------------
 

@@ -182,4 +182,9 @@ DROP INDEX messages_hash;
     ("m005_folder_mailbox_id", """
 ALTER TABLE folders ADD COLUMN mailbox_id TEXT;
 """),
+    # messages a sync pass left with no location: kept until the pass is over, so one moved to a
+    # folder synced later in the pass (or in the next full pass) keeps its id, triage and labels
+    ("m006_orphan_candidates", """
+CREATE TABLE orphan_candidates(message INTEGER PRIMARY KEY) WITHOUT ROWID;
+"""),
 )

@@ -164,7 +164,7 @@ class FolderSync:
         updates = 0
         with self.store.transaction():
             if gone:
-                self.store.remove_uids(f.id, sel.uidvalidity, sorted(gone))
+                self.store.remove_uids(f.id, sel.uidvalidity, sorted(gone), defer=True)
                 self.store.drop_orphan_flag_changes()
             for uid, (flags, modseq) in changed.items():
                 if uid not in known or uid in gone:
@@ -312,7 +312,7 @@ class FolderSync:
             return sel.uidnext
         with self.store.transaction():
             self.counts["expunged"] += len(self.store.stale_locations(f.id, uv))
-            self.store.drop_stale_uidvalidity(f.id, uv)
+            self.store.drop_stale_uidvalidity(f.id, uv, defer=True)
             self.store.drop_orphan_flag_changes()
             self.store.set_folder_state(f.id, uidvalidity=uv, uidnext=sel.uidnext,
                                         highestmodseq=sel.highestmodseq, exists_count=sel.exists)

@@ -184,6 +184,12 @@ class AccountSync:
                           flags=report.flags, expunged=report.expunged, pushed=report.pushed,
                           rejected=report.rejected, uidvalidity_changed=report.uidvalidity_changed,
                           bytes=report.bytes, seconds=report.seconds)
+        if complete and only is None:
+            # every folder was seen: a message no folder holds now has gone from the account
+            with self.store.transaction():
+                swept = self.store.sweep_orphans(self.account_id)
+            if swept:
+                self.log.info("messages gone from every folder deleted", messages=swept)
         rejected = tuple(self.store.rejected_flag_changes())
         return SyncReport(self.account.name, tuple(reports), tuple(renamed), tuple(deleted), rejected, complete,
                           round(time.perf_counter() - t0, 4))
@@ -244,16 +250,15 @@ class AccountSync:
             for old, _sf in moves.values():  # out of the way first: two folders may trade names
                 self.store.rename_folder(old.id, f"\x00renaming {old.id}", bump=False)
             for f in drop:
-                n = self.store.delete_folder(f.id)
+                self.store.delete_folder(f.id, defer=True)  # its messages go at the end of the pass
                 deleted.append(f.name)
-                self.log.info("folder deleted", folder=f.name, messages_deleted=n,
-                              name_reused=f.name in listed)
+                self.log.info("folder deleted", folder=f.name, name_reused=f.name in listed)
             if drop:
                 self.store.drop_orphan_flag_changes()
             for old, sf in moves.values():
                 placeholder = self.store.folder(self.account_id, sf.name)
                 if placeholder is not None:  # an empty entry made by an interrupted pass
-                    self.store.delete_folder(placeholder.id)
+                    self.store.delete_folder(placeholder.id, defer=True)
                 self.store.rename_folder(old.id, sf.name)
                 renamed.append((old.name, sf.name))
                 self.log.info("folder renamed", old=old.name, new=sf.name,
