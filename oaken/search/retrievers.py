@@ -191,6 +191,9 @@ def _spread(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
     return [_Candidate(c.message, c.best, everything, c.best_held, c.others) for c in whole if c.message in kept]
 
 
+UNREAD_POOL = 20_000  # up to this many unread messages, is:unread lists them from raw.db's list
+
+
 def newest(index: KeywordIndex, store: Store, cons: Constraints, want: int) -> RetrieverResult:
     """A query with no words: the newest messages that satisfy every filter, as many as asked.
 
@@ -200,6 +203,12 @@ def newest(index: KeywordIndex, store: Store, cons: Constraints, want: int) -> R
     cons = as_of(cons, store, index.seq())
     kept: list[int] = []
     offset, page, rounds = 0, max(want, 50), 0
+    # is:unread: only raw.db's short list of unread messages is read from the index's date order,
+    # instead of the whole mailbox past every read message (917 ms at 100k messages)
+    pool = store.unread_newest(cons.index.account, UNREAD_POOL) if cons.unread and cons.index.account else None
+    if pool is not None:
+        ids = frozenset(pool) if cons.index.include_ids is None else cons.index.include_ids & frozenset(pool)
+        cons = replace(cons, index=replace(cons.index, include_ids=ids))
     while len(kept) < want:
         rounds += 1
         rows = index.newest(cons.index, limit=page, offset=offset)

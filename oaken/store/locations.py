@@ -13,8 +13,7 @@ from oaken.store.records import Location, flags_text, split_flags
 # each folder, each imported file) lacks \Seen, as a mail client showing that copy sees it. One
 # SQL condition on a message row `m`, so every reader of read state (metadata, filters, status)
 # judges alike.
-UNREAD_SQL = ("EXISTS (SELECT 1 FROM locations l WHERE l.message = m.id "
-              "AND ' ' || l.flags || ' ' NOT LIKE '% \\Seen %')")
+UNREAD_SQL = "EXISTS (SELECT 1 FROM unread u WHERE u.message = m.id)"  # the table migration m007 keeps
 
 
 class Locations(ChangeFeed):

@@ -63,6 +63,14 @@ class Metadata(ChangeFeed):
     def all_message_ids(self) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM messages ORDER BY id")]
 
+    def unread_newest(self, account: str, limit: int) -> list[int] | None:
+        """The account's unread messages, newest first; None when there are more than `limit`
+        (then judging candidates one by one is the cheaper way)."""
+        rows = [r[0] for r in self.db.execute(
+            "SELECT u.message FROM unread u JOIN messages m ON m.id = u.message JOIN accounts a ON a.id = u.account_id "
+            "WHERE a.name = ? ORDER BY m.date DESC, m.id DESC LIMIT ?", (account, limit + 1))]
+        return None if len(rows) > limit else rows
+
     def filter_messages(self, messages: Iterable[int], *, unread: bool | None = None, starred: bool | None = None,
                         categories: Sequence[str] = (), min_priority: int | None = None,
                         dispositions: Sequence[str] | None = None) -> set[int]:

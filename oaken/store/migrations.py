@@ -187,4 +187,31 @@ ALTER TABLE folders ADD COLUMN mailbox_id TEXT;
     ("m006_orphan_candidates", """
 CREATE TABLE orphan_candidates(message INTEGER PRIMARY KEY) WITHOUT ROWID;
 """),
+    # the unread messages (a copy lacking \Seen: locations.UNREAD_SQL), kept by triggers on
+    # locations: `is:unread` reads this short list instead of every message's locations (917 ms at
+    # 100k messages with none unread). Its own table: a column on messages would rewrite each
+    # message's row, raw bytes and all, on every flag change.
+    ("m007_unread", """
+CREATE TABLE unread(
+    message INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+    account_id INTEGER NOT NULL
+);
+CREATE INDEX unread_account ON unread(account_id);
+INSERT INTO unread SELECT m.id, m.account_id FROM messages m WHERE EXISTS (SELECT 1 FROM locations l
+    WHERE l.message = m.id AND ' ' || l.flags || ' ' NOT LIKE '% \\Seen %');
+CREATE TRIGGER unread_loc_insert AFTER INSERT ON locations
+WHEN ' ' || NEW.flags || ' ' NOT LIKE '% \\Seen %' BEGIN
+    INSERT OR IGNORE INTO unread SELECT id, account_id FROM messages WHERE id = NEW.message;
+END;
+CREATE TRIGGER unread_loc_update AFTER UPDATE OF flags, message ON locations BEGIN
+    DELETE FROM unread WHERE message IN (OLD.message, NEW.message) AND NOT EXISTS (SELECT 1 FROM locations l
+        WHERE l.message = unread.message AND ' ' || l.flags || ' ' NOT LIKE '% \\Seen %');
+    INSERT OR IGNORE INTO unread SELECT m.id, m.account_id FROM messages m WHERE m.id IN (OLD.message, NEW.message)
+        AND EXISTS (SELECT 1 FROM locations l WHERE l.message = m.id AND ' ' || l.flags || ' ' NOT LIKE '% \\Seen %');
+END;
+CREATE TRIGGER unread_loc_delete AFTER DELETE ON locations BEGIN
+    DELETE FROM unread WHERE message = OLD.message AND NOT EXISTS (SELECT 1 FROM locations l
+        WHERE l.message = OLD.message AND ' ' || l.flags || ' ' NOT LIKE '% \\Seen %');
+END;
+"""),
 )
