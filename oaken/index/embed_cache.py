@@ -82,8 +82,16 @@ class EmbedCache:
 
     def put_many(self, model: str, items: Iterable[tuple[bytes, np.ndarray]]) -> None:
         rows = [(model, h, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for h, v in items]
-        with self.db:
-            self.db.executemany("INSERT OR REPLACE INTO cached(model, hash, vector) VALUES (?, ?, ?)", rows)
+        try:
+            with self.db:
+                self.db.executemany("INSERT OR REPLACE INTO cached(model, hash, vector) VALUES (?, ?, ?)", rows)
+        except apsw.SQLError as e:
+            # on a full disk SQLite rolls back itself, and the rollback on the way out then fails
+            # ("cannot rollback - no transaction is active"), hiding the cause: raise the cause
+            cause = e.__context__
+            if isinstance(cause, apsw.Error) and not self.db.in_transaction:
+                raise cause from None
+            raise
 
     def count(self, model: str | None = None) -> int:
         if model is None:

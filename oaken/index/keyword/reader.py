@@ -85,6 +85,8 @@ class KeywordIndex:
         except (apsw.CorruptError, apsw.NotADBError, apsw.BusyError, apsw.LockedError, apsw.IOError,
                 apsw.CantOpenError, apsw.SchemaChangeError) as e:
             raise unavailable(self.path, classify(e, self.path), str(e)) from None
+        except UnicodeDecodeError as e:  # garbage inside a sound page: quick_check does not see it
+            raise unavailable(self.path, "corrupt", f"text that is not UTF-8 ({e.reason})") from None
 
     def query(self, match: str, filters: KeywordFilters = KeywordFilters(), limit: int = 50, *,
               details: bool = True) -> list[KeywordChunkHit]:
