@@ -1,7 +1,8 @@
 """TOML configuration: typed, frozen settings with a default for every key.
 
 Every invalid value is refused with the file, the key, the value and what was expected,
-because a setting silently ignored is worse than one refused.
+because a setting silently ignored is worse than one refused: each table's keys and value types
+by oaken.config_tables, what holds across keys and tables here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from oaken import paths
+from oaken.config_tables import build, check_keys, convert
 from oaken.errors import ConfigError
 
 DEFAULT_CATEGORIES = (
@@ -235,95 +237,26 @@ def load(path: str | Path | None = None) -> Config:
 
 def from_dict(data: Mapping[str, Any], source: str = "<config>") -> Config:
     """Validate a parsed TOML document into a Config."""
-    _check_keys(source, "", data, _TOP_KEYS)
+    check_keys(source, "", data, _TOP_KEYS)
     kwargs: dict[str, Any] = {"source": source}
     if "default_account" in data:
-        kwargs["default_account"] = _convert(source, "default_account", data["default_account"], str)
+        kwargs["default_account"] = convert(source, "default_account", data["default_account"], str)
     for name, cls in _SECTIONS.items():
         if name in data:
-            kwargs[name] = _build(source, f"[{name}]", cls, data[name])
+            kwargs[name] = build(source, f"[{name}]", cls, data[name])
     accounts: dict[str, AccountConfig] = {}
     raw_accounts = data.get("accounts", {})
     if not isinstance(raw_accounts, dict):
         raise ConfigError(f"{source}: accounts: expected tables [accounts.NAME], got {raw_accounts!r}")
     for name, table in raw_accounts.items():
         where = f"[accounts.{name}]"
-        account = _build(source, where, AccountConfig, table, extra={"name": name})
+        account = build(source, where, AccountConfig, table, extra={"name": name})
         _check_account(source, where, account)
         accounts[name] = account
     kwargs["accounts"] = accounts
     config = Config(**kwargs)
     _check_config(source, config)
     return config
-
-
-def _check_keys(source: str, where: str, data: Mapping[str, Any], known: tuple[str, ...]) -> None:
-    for key in data:
-        if key not in known:
-            import difflib  # only to word an error: not imported by every command
-
-            near = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
-            hint = f"; did you mean {near[0]!r}?" if near else f"; known keys: {', '.join(known)}"
-            prefix = f"{where} " if where else ""
-            raise ConfigError(f"{source}: {prefix}unknown key {key!r}{hint}")
-
-
-def _build(source: str, where: str, cls: type, table: Any, extra: dict[str, Any] | None = None) -> Any:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{source}: {where}: expected a table, got {table!r}")
-    names = tuple(f.name for f in fields(cls) if f.name != "name" or extra is None)
-    _check_keys(source, where, table, names)
-    kwargs: dict[str, Any] = dict(extra or {})
-    for f in fields(cls):
-        if f.name not in table:
-            continue
-        value = _convert(source, f"{where} {f.name}", table[f.name], f.type)
-        choices = f.metadata.get("choices")
-        if choices and value not in choices:
-            raise ConfigError(
-                f"{source}: {where} {f.name}: expected one of {', '.join(map(repr, choices))}, got {value!r}"
-            )
-        kwargs[f.name] = value
-    return cls(**kwargs)
-
-
-def _convert(source: str, key: str, value: Any, typ: Any) -> Any:
-    t = typ if isinstance(typ, str) else typ.__name__  # annotations are strings here
-
-    def bad(expected: str) -> ConfigError:
-        return ConfigError(f"{source}: {key}: expected {expected}, got {value!r}")
-
-    if t in ("str", "str | None"):
-        if not isinstance(value, str):
-            raise bad("a string")
-        return value
-    if t == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad("an integer")
-        if value < 0:
-            raise bad("an integer of 0 or more")
-        return value
-    if t == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad("a number")
-        if value < 0:
-            raise bad("a number of 0 or more")
-        return float(value)
-    if t == "bool":
-        if not isinstance(value, bool):
-            raise bad("true or false")
-        return value
-    if t.startswith("tuple[str"):
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise bad("a list of strings")
-        return tuple(value)
-    if t.startswith("Mapping[str, float]"):
-        if not isinstance(value, dict) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
-        ):
-            raise bad("a table of numbers")
-        return {str(k): float(v) for k, v in value.items()}
-    raise bad(t)  # pragma: no cover - a field type this loader does not know
 
 
 def _is_loopback(host: str) -> bool:
@@ -405,7 +338,6 @@ def _check_secret_file_mode(path: Path, config: Config) -> None:
             f"{path}: holds a password but is readable by others (mode {stat.S_IMODE(mode):o}); "
             f"run: chmod 600 {path}"
         )
-
 
 
 def to_dict(config: Config) -> dict[str, Any]:

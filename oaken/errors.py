@@ -50,3 +50,11 @@ class VectorUnavailable(OakenError):
     def __init__(self, code: str, message: str):
         super().__init__(message)
         self.code = code
+
+
+class UsageError(OakenError):
+    """A command line that cannot be run as given; `command` is the subcommand it was meant for."""
+
+    def __init__(self, message: str, command: str | None = None):
+        super().__init__(message)
+        self.command = command

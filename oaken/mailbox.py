@@ -95,7 +95,7 @@ class Mailbox:
         (default: a line on stderr)."""
         answer = self._ask_daemon(query, filters, warn)
         if answer is not None:
-            from oaken.search.server import response_from_dict
+            from oaken.search.responses import response_from_dict
 
             return response_from_dict(answer)
         from oaken.search import engine

@@ -19,7 +19,7 @@ import pytest
 
 from oaken import api
 from oaken.config import Config, EmbedderConfig
-from oaken.index import embedders, embedding, indexer
+from oaken.index import embedders, embedding, indexer, vector_files
 from oaken.index.vectors import VectorFilters, VectorStore
 from oaken.store import open_store
 from tests.search_fixtures import ACCOUNT, config_for, ids_by_subject, token_message
@@ -77,7 +77,7 @@ def test_nothing_changed_or_fields_only_load_no_model(own_search_mailbox: Path, 
     assert more is not None and more["embedded"] > 0 and loads == ["concept", "concept"]
 
     other = dataclasses.replace(cfg, embedder=EmbedderConfig(model="all-MiniLM-L6-v2", backend="torch"))
-    assert embedding._read_last_pass(own_search_mailbox, other) is None  # another model: its own check
+    assert vector_files.read_last_pass(own_search_mailbox, other) is None  # another model: its own check
 
 
 def test_a_record_that_no_longer_describes_vectors_is_not_trusted(own_search_mailbox: Path,
@@ -86,9 +86,9 @@ def test_a_record_that_no_longer_describes_vectors_is_not_trusted(own_search_mai
     rebuilds instead of calling the store current."""
     cfg = config_for(own_search_mailbox, model="concept")
     indexer.reindex(cfg)
-    record = embedding._read_last_pass(own_search_mailbox, cfg)
+    record = vector_files.read_last_pass(own_search_mailbox, cfg)
     assert record is not None
-    path = own_search_mailbox / "vectors" / embedding.LAST_PASS_FILE
+    path = own_search_mailbox / "vectors" / vector_files.LAST_PASS_FILE
     saved = path.read_text()
     other = embedders.load_embedder(dataclasses.replace(cfg, embedder=EmbedderConfig(model="concept")))
     assert other is not None

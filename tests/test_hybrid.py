@@ -471,11 +471,11 @@ def test_a_failing_or_slow_rewrite_keeps_the_text_with_a_warning(embedded_mailbo
 
 
 def test_the_daemon_starts_the_socket_and_answers_warm(home: Path) -> None:
-    from oaken import daemon
+    from oaken.daemon.search_socket import start_search_server
 
     cfg = concept(home)
     stop = threading.Event()
-    srv = daemon._start_search_server(cfg, stop)
+    srv = start_search_server(cfg, stop)
     try:
         assert srv is not None and server.socket_path(cfg).exists()
         answer = server.ask(cfg, PAYMENT, {"limit": 5})

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from oaken import importer, mail
+from oaken import importer, mail, mail_feed, mail_text
 from oaken.api import import_mail
 from oaken.config import Config
 from oaken.store import open_store
@@ -31,7 +31,7 @@ MB = 1 << 20
 def _whole(raw: bytes) -> tuple:
     """What parse returns when the email package reads all of the message."""
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(mail, "_ELIDE_MIN", sys.maxsize)
+        m.setattr(mail_feed, "ELIDE_MIN", sys.maxsize)
         return _fields(mail.parse(raw))
 
 
@@ -89,13 +89,13 @@ def test_real_mail_parses_the_same_with_every_run_left_out(monkeypatch: pytest.M
     """Fed from the bytes in slices, the email package reads each real message as
     message_from_bytes does; with every run of body lines left out of it (not only long ones),
     each message parses as when it reads them all."""
-    monkeypatch.setattr(mail, "_ELIDE_MIN", 1)
+    monkeypatch.setattr(mail_feed, "ELIDE_MIN", 1)
     checked = 0
     for path in _real_mail():
         raw = path.read_bytes()
-        assert _tree(mail._feed(raw)) == _tree(email.message_from_bytes(raw, policy=compat32)), path
+        assert _tree(mail_feed.feed(raw)) == _tree(email.message_from_bytes(raw, policy=compat32)), path
         assert _fields(mail.parse(raw)) == _whole(raw), path
-        checked += bool(mail._runs(raw))
+        checked += bool(mail_feed.long_runs(raw))
     assert checked > 100
 
 
@@ -151,7 +151,7 @@ def _part(rng: random.Random, depth: int) -> list[str]:
 
 
 def test_mime_of_every_shape_parses_the_same_with_every_run_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(mail, "_ELIDE_MIN", 1)
+    monkeypatch.setattr(mail_feed, "ELIDE_MIN", 1)
     for seed in range(400):
         rng = random.Random(seed)
         lines = ["From: a@example.com", "Subject: shapes", "MIME-Version: 1.0", *_part(rng, 0)]
@@ -166,8 +166,8 @@ def test_mime_of_every_shape_parses_the_same_with_every_run_left_out(monkeypatch
 def test_a_text_far_beyond_the_limit_keeps_the_same_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the start of a text far longer than MAX_TEXT is tidied: the text kept is the same, line
     ends, control characters and quoted-printable debris (decided on the whole text) included."""
-    monkeypatch.setattr(mail, "MAX_TEXT", 200)
-    monkeypatch.setattr(mail, "_CUT", 400)
+    monkeypatch.setattr(mail_text, "MAX_TEXT", 200)
+    monkeypatch.setattr(mail_text, "CUT", 400)
     pieces = ["word ", "\r\n", "\r", "\n\n", "=\r\n", "=\r", "=20", "=09", "=3D", "=2", "=", "\x00", "\x01",
               "caf\u00e9 "]
     for seed in range(300):
@@ -175,7 +175,7 @@ def test_a_text_far_beyond_the_limit_keeps_the_same_start(monkeypatch: pytest.Mo
         text = "".join(rng.choices(pieces[:rng.randrange(2, len(pieces) + 1)], k=rng.randrange(300, 3000)))
         if rng.random() < 0.5:  # debris only far past the start
             text = text.replace("=", "-") + "".join(rng.choices(pieces, k=50))
-        assert mail._cut(text)[:200] == mail.tidy(text)[:200], seed
+        assert mail_text.cut(text)[:200] == mail_text.tidy(text)[:200], seed
 
 
 def test_a_batch_is_stored_in_groups_of_bounded_size(oaken_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

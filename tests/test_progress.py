@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from oaken import cli
+from oaken import cli, cli_output
 
 MAIL = Path(__file__).parent / "data" / "search"
 
@@ -18,7 +18,7 @@ def test_progress_lines_on_stderr_when_not_a_terminal(tmp_path: Path, monkeypatc
     home.mkdir()
     (home / "config.toml").write_text('[embedder]\nmodel = "concept"\n')
     monkeypatch.setenv("OAKEN_HOME", str(home))
-    monkeypatch.setattr(cli, "PROGRESS_EVERY", 0.0)  # a line for every step, instead of every 10 s
+    monkeypatch.setattr(cli_output, "PROGRESS_EVERY", 0.0)  # a line for every step, instead of every 10 s
     assert cli.main(["import", "--no-index", str(MAIL)]) == 0
     err = capsys.readouterr().err
     assert "oaken: import: 12 msg" in err  # and stdout keeps only the summary

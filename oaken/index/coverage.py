@@ -12,7 +12,7 @@ from typing import Any
 
 from oaken import config as config_mod
 from oaken.config import Config
-from oaken.index.vectors import read_state, vectors_path
+from oaken.index.vector_files import read_state, vectors_path
 
 
 def body_chunks(data_dir: Path) -> int | None:
@@ -31,7 +31,7 @@ def body_chunks(data_dir: Path) -> int | None:
 
 def _current(config: Config, fingerprint: dict[str, Any]) -> bool:
     """Whether stored vectors belong to the configured model and the running chunker."""
-    from oaken.index.embedding import chunker_version
+    from oaken.index.vector_files import chunker_version
 
     model = str(fingerprint.get("model", ""))
     return model.split(":")[0] == config.embedder.model and str(fingerprint.get("chunker")) == chunker_version()

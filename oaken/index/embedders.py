@@ -1,33 +1,17 @@
-"""Embedders behind one interface: the real all-MiniLM-L6-v2 and the deterministic concept
-stand-in. Implementations live in their own modules and are imported only when used, since
-importing sentence-transformers alone costs seconds."""
+"""Embedders behind one interface (oaken.index.embedder_protocol): the real all-MiniLM-L6-v2
+and the deterministic concept stand-in. Implementations live in their own modules and are
+imported only when used, since importing sentence-transformers alone costs seconds."""
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable
 
 from oaken.errors import ConfigError, VectorUnavailable
+from oaken.index.embedder_protocol import Embedder
 
 if TYPE_CHECKING:
     from oaken.config import Config
-
-
-class Embedder(Protocol):
-    """Unit-norm float32 vectors; the fingerprint names model, dimension and anything else that
-    makes two vectors incomparable (a stored vector with another fingerprint is stale)."""
-
-    name: str  # the [embedder] model name, e.g. "all-MiniLM-L6-v2" or "concept"
-    dim: int
-
-    @property
-    def fingerprint(self) -> str: ...
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...  # shape (len(texts), dim)
-
-    def embed_query(self, text: str) -> np.ndarray: ...  # shape (dim,)
 
 
 # The [embedder] model names and how each is built. Another backend or model registers here

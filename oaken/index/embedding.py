@@ -13,6 +13,8 @@ runs. Each round it
   4. embeds the body chunks index.db holds and vectors/ lacks, whole messages at a time, newest
      first, through the embedding cache; a writer thread stores one window while the model
      encodes the next.
+Its records in vectors/ (how far raw.db's feed was followed, the last complete pass) are
+oaken.index.vector_files'; which backends may be mixed, oaken.index.backend_record's.
 """
 
 from __future__ import annotations
@@ -29,22 +31,20 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 from oaken import config as config_mod
 from oaken.config import Config
 from oaken.index.embed_cache import embed_cached, open_cache
-from oaken.index.backends import REFERENCE
+from oaken.index.backend_record import incompatible_backend
+from oaken.index.backend_record import incompatible_with, stored_backends  # noqa: F401 - re-exported
 from oaken.index.embedders import Embedder, backend_of, load_embedder
-from oaken.index.minilm import NAME as MINILM
 from oaken.index import writelock
-from oaken.index.vectors import (ChunkVector, Fingerprint, MessageFields, VectorStore, rebuilding, vectors_path,
-                                 write_json)
-from oaken.index.vectors import rebuilt as rebuilt_store
+from oaken.index.vector_files import (chunker_version, forget_last_pass, read_cursor, read_last_pass, rebuilding,
+                                      vectors_path, write_cursor, write_last_pass)
+from oaken.index.vector_files import CURSOR_FILE, LAST_PASS_FILE, followed_seq  # noqa: F401 - re-exported
+from oaken.index.vector_files import rebuilt as rebuilt_store
+from oaken.index.vectors import ChunkVector, Fingerprint, MessageFields, VectorStore
 
 if TYPE_CHECKING:
     from oaken.index.keyword import KeywordIndex, StoredChunk
     from oaken.store import Store
 
-CURSOR_FILE = "raw_seq.json"  # in vectors/: how far the change feed of raw.db has been followed
-# in vectors/: the settings, fingerprint and raw.db/index.db positions of the last complete pass,
-# so the next one can tell it has nothing to do without loading the model
-LAST_PASS_FILE = "last_pass.json"
 # Chunks per encode call: large, so the backend's length sort pads little. On Enron's 19,721
 # distinct texts, windows of 512 pad to 9.2 % more word pieces than the texts hold, 2,048 to
 # 2.7 %, 8,192 to 0.85 %, one window of all to 0.3 %. A pass that may be asked to stop (the
@@ -64,12 +64,6 @@ class EmbedReport:
     pending: int  # chunks still waiting (when `limit` stopped the run)
     rebuilt: bool  # a stale store (another model or chunker) was dropped
     seconds: float
-
-
-def chunker_version() -> str:
-    from oaken.chunking import CHUNKER_VERSION
-
-    return str(CHUNKER_VERSION)
 
 
 def fingerprint_of(embedder: Embedder) -> Fingerprint:
@@ -107,9 +101,9 @@ def embed_pending(config: Config, *, progress: Callable[[int], None] | None = No
     # them twice
     with writelock.held(data_dir, "embedding pass"):
         if embedder is not None:
-            _forget_last_pass(data_dir)  # the caller's embedder may not be the one the settings name
+            forget_last_pass(data_dir)  # the caller's embedder may not be the one the settings name
             return _embed(config, data_dir, embedder, None, progress, limit, stop, started, given=True)
-        last = _read_last_pass(data_dir, config)
+        last = read_last_pass(data_dir, config)
         idle = _nothing_to_do(config, data_dir, last)
         if idle is not None:
             return dataclasses.replace(idle, seconds=round(time.monotonic() - started, 3))
@@ -145,7 +139,7 @@ def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict
         generation = index.generation()
         rebuilt = store.ensure(fp, generation=generation)
         if embedder is not None:
-            if not rebuilt and _incompatible_backend(store, embedder, data_dir):
+            if not rebuilt and incompatible_backend(store, embedder, data_dir):
                 # the cache holds that backend's vectors too (it is keyed by fingerprint): forget them all
                 with open_cache(store.path.parent) as cache:
                     cache.drop_other_models(keep="")
@@ -159,7 +153,7 @@ def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict
         if stored and not rebuilt:
             # rows written earlier may carry labels, folders or a disposition changed since, or
             # belong to a message deleted since (no cursor yet: replay the whole feed)
-            removed, refreshed = _follow_changes(store, raw, set(stored.values()), _read_cursor(data_dir), raw_seq)
+            removed, refreshed = _follow_changes(store, raw, set(stored.values()), read_cursor(data_dir), raw_seq)
             stored = store.chunk_messages() if removed else stored
         wanted = index.chunk_ids("body")
         removed += store.delete_chunks(set(stored) - wanted)
@@ -170,7 +164,7 @@ def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict
         if todo and embedder is None:
             loaded = load_embedder(config)
             assert loaded is not None
-            if fingerprint_of(loaded) != fp or _incompatible_backend(store, loaded, data_dir):
+            if fingerprint_of(loaded) != fp or incompatible_backend(store, loaded, data_dir):
                 redo = loaded  # the record was wrong: the whole pass again, as without one
             else:
                 embedder = loaded
@@ -182,16 +176,16 @@ def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict
             complete = stop is None or not stop.is_set()
             if complete:  # the ANN index can wait for the next pass
                 store.maintain()
-            _write_cursor(data_dir, raw_seq)
+            write_cursor(data_dir, raw_seq)
             pending = max(0, total_todo - embedded)
             if complete and pending == 0:
                 rebuilt_store(data_dir)  # whole again: searches may use it
             if given:
-                _forget_last_pass(data_dir)
+                forget_last_pass(data_dir)
             elif complete and pending == 0:
-                _write_last_pass(data_dir, config, fp, raw_seq, index_state, len(wanted))
+                write_last_pass(data_dir, config, fp, raw_seq, index_state, len(wanted))
     if redo is not None:
-        _forget_last_pass(data_dir)
+        forget_last_pass(data_dir)
         return _embed(config, data_dir, redo, None, progress, limit, stop, started)
     return EmbedReport(fp.model, len(wanted), embedded, encoded, removed, refreshed, pending, rebuilt,
                        round(time.monotonic() - started, 3))
@@ -220,79 +214,11 @@ def _nothing_to_do(config: Config, data_dir: Path, last: dict | None) -> EmbedRe
     return None
 
 
-def _settings(config: Config) -> dict:
-    """What decides which embedder a pass loads and how the store is kept."""
-    return {"model": config.embedder.model, "backend": config.embedder.backend, "chunker": chunker_version(),
-            "ann_min_rows": config.index.vector_ann_min_rows}
-
-
-def _read_last_pass(data_dir: Path, config: Config) -> dict | None:
-    """The record of the last complete pass, if it ran under these settings."""
-    try:
-        record = json.loads((vectors_path(data_dir) / LAST_PASS_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    ok = isinstance(record, dict) and record.get("settings") == _settings(config) and \
-        isinstance(record.get("fingerprint"), dict)
-    return record if ok else None
-
-
-def _write_last_pass(data_dir: Path, config: Config, fp: Fingerprint, raw_seq: int,
-                     index_state: tuple[int, int, int, str], chunks: int) -> None:
-    record = {"settings": _settings(config), "fingerprint": json.loads(fp.key()), "raw_seq": raw_seq,
-              "index": list(index_state), "chunks": chunks}
-    write_json(vectors_path(data_dir) / LAST_PASS_FILE, record)
-
-
-def _forget_last_pass(data_dir: Path) -> None:
-    try:
-        (vectors_path(data_dir) / LAST_PASS_FILE).unlink()
-    except OSError:
-        pass
-
-
 def _import_lancedb() -> None:
     try:
         import lancedb  # noqa: F401
     except Exception:  # noqa: BLE001 - the caller's own import reports it
         pass
-
-
-def stored_backends(store: VectorStore) -> list[str]:
-    """The backends that built the stored vectors; a store from before the record, holding rows
-    of all-MiniLM-L6-v2, was built by torch fp32 (the only backend then)."""
-    recorded = store.backends()
-    if recorded or not store.exists() or store.count() == 0:
-        return recorded
-    fp = store.fingerprint()
-    return [REFERENCE] if fp is not None and fp.model.startswith(f"{MINILM}:") else []
-
-
-def incompatible_with(doc_backends: Sequence[str], query_backend: str, data_dir: Path) -> list[str]:
-    """The stored backends whose vectors must not be searched with `query_backend`'s vectors
-    (oaken.index.backends.compatible: the cached fidelity checks decide). Only backends of
-    all-MiniLM-L6-v2 constrain each other; any other embedder (concept, one registered by a
-    test or plugin) is judged by its fingerprint alone, which the store has checked already."""
-    from oaken.index import backends
-
-    known = {*backends.BACKENDS, *backends.ALIASES}
-    if backends.canonical(query_backend) not in known:
-        return []
-    return [b for b in doc_backends if b in known and backends.canonical(b) != backends.canonical(query_backend)
-            and not backends.compatible(b, query_backend, data_dir)]
-
-
-def _incompatible_backend(store: VectorStore, embedder: Embedder, data_dir: Path) -> bool:
-    """True when vectors/ holds rows of a backend whose vectors may not meet `embedder`'s."""
-    if store.count() == 0:
-        return False
-    bad = incompatible_with(stored_backends(store), backend_of(embedder), data_dir)
-    if bad:
-        from oaken import log
-
-        log.get().warning("vectors_rebuilt_for_backend", stored=bad, backend=backend_of(embedder),
-                          note="the fidelity checks do not allow mixing them")
-    return bool(bad)
 
 
 def _follow_changes(store: VectorStore, raw: "Store", present: set[int], since: int,
@@ -437,20 +363,3 @@ def _message_windows(index: "KeywordIndex", messages: Sequence[int], size: int
                 window = []
     if window:
         yield window
-
-
-def followed_seq(data_dir: Path) -> int:
-    """How far vectors/ has followed raw.db's change feed: the prefilter fields of its rows hold
-    raw.db's state as of this seq (0 when unknown). A search trusts them no further."""
-    return _read_cursor(data_dir)
-
-
-def _read_cursor(data_dir: Path) -> int:
-    try:
-        return int(json.loads((vectors_path(data_dir) / CURSOR_FILE).read_text())["seq"])
-    except (OSError, ValueError, KeyError):
-        return 0
-
-
-def _write_cursor(data_dir: Path, seq: int) -> None:
-    write_json(vectors_path(data_dir) / CURSOR_FILE, {"seq": seq})

@@ -1,8 +1,9 @@
 """The fidelity check: does a fast backend still give torch fp32's vectors, closely enough?
 
 Run the first time a backend is used in a data directory, on a fixed sample of Enron text shipped
-with Oaken (oaken/index/backends/enron_sample.json: 300 chunks of 20-230 words and 60 short
-queries, from messages the int8 calibration never saw). Three measures against torch fp32:
+with Oaken (oaken.index.fidelity_sample reads oaken/index/backends/enron_sample.json: 300 chunks of
+20-230 words and 60 short queries, from messages the int8 calibration never saw). Three measures
+against torch fp32:
   cos_mean, cos_min  cosine between the backend's vector and fp32's for the same chunk;
   overlap            top-10 overlap: each query's 10 nearest chunks, backend against backend,
                      compared with fp32 against fp32 (the share of the ten they agree on).
@@ -34,48 +35,25 @@ AVX512-VNNI/BF16; scripts/bench_embed_backends.py prints the same measures):
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from oaken.errors import VectorUnavailable
+from oaken.index.fidelity_sample import SAMPLE_FILE, Sample, load_sample  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
-    from oaken.index.embedders import Embedder
+    from oaken.index.embedder_protocol import Embedder
 
 REFERENCE = "torch-fp32"
 COS_MEAN = 0.98
 COS_MIN = 0.93
 OVERLAP = 0.82
 TOP_K = 10
-SAMPLE_FILE = Path(__file__).parent / "backends" / "enron_sample.json"
 CHECK_VERSION = 1  # bump when the measures or thresholds change: cached results are redone
-
-
-@dataclass(frozen=True)
-class Sample:
-    calibration: tuple[str, ...]
-    documents: tuple[str, ...]
-    queries: tuple[str, ...]
-
-    def digest(self) -> str:
-        blob = json.dumps([self.documents, self.queries], ensure_ascii=False).encode()
-        return hashlib.sha256(blob).hexdigest()[:12]
-
-    def subset(self, documents: int, queries: int) -> "Sample":
-        """A smaller check (tests): the first `documents` chunks and `queries` queries."""
-        return Sample(self.calibration[:documents], self.documents[:documents], self.queries[:queries])
-
-
-@lru_cache(maxsize=1)
-def load_sample(path: Path = SAMPLE_FILE) -> Sample:
-    d = json.loads(Path(path).read_text())
-    return Sample(tuple(d["calibration"]), tuple(d["documents"]), tuple(d["queries"]))
 
 
 @dataclass(frozen=True)

@@ -15,23 +15,21 @@ vector pass (`oaken.index.embedding.embed_pending`), which reads the chunks inde
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import os
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import apsw
 
-from oaken import chunking, diskspace, extras, log, mail, processes
+from oaken import chunking, diskspace, extras, log
 from oaken import config as config_mod
-from oaken.config import Config, IndexConfig
+from oaken.config import Config
 from oaken.errors import IndexUnavailable, OakenError, StoreError
 from oaken.index import keyword, writelock
+from oaken.index.parse_pool import ParsePool, Parts
 from oaken.store import Change, MessageMeta, Store
 
 Progress = Callable[[int], None]
@@ -51,7 +49,7 @@ class IndexReport:
     rebuild_reason: str | None = None
 
 
-def _fields(meta: MessageMeta, parts: _Parts | None = None) -> keyword.MessageFields:
+def _fields(meta: MessageMeta, parts: Parts | None = None) -> keyword.MessageFields:
     names, types, problem = (parts[0], parts[1], parts[2]) if parts else ((), (), None)
     if meta.problem:
         problem = f"{meta.problem}; {problem}" if problem else meta.problem
@@ -62,81 +60,6 @@ def _fields(meta: MessageMeta, parts: _Parts | None = None) -> keyword.MessageFi
         labels=meta.labels, folders=meta.folders, attachment_names=names, attachment_types=types,
         problem=problem,
     )
-
-
-# what a worker process sends back for one message: attachment names, types, problem, chunks
-_Parts = tuple[tuple[str, ...], tuple[str, ...], "str | None", list[tuple[str, int, str]]]
-_Job = tuple[str, bytes, IndexConfig]  # subject, raw bytes, settings
-
-
-def _parse_parts(job: _Job) -> _Parts:
-    """Parse and chunk one message (in a worker process or here); never raises."""
-    subject, raw, index_cfg = job
-    parsed = mail.parse(raw)
-    try:
-        chunks = chunking.chunk(parsed, index_cfg, subject=subject)
-    except (Exception, RecursionError) as e:  # noqa: BLE001 - never stop indexing: keep the headers
-        parsed = mail.ParsedMessage(raw_headers=parsed.raw_headers, body="", quoted="", signature="",
-                                    from_html=False, problem=f"chunking failed: {type(e).__name__}: {e}"[:300])
-        chunks = chunking.chunk(parsed, index_cfg, subject=subject)
-    atts = parsed.attachments
-    return (tuple(a.name for a in atts if a.name), tuple(dict.fromkeys(a.content_type for a in atts)),
-            parsed.problem, [(c.kind, c.tokens, c.text) for c in chunks])
-
-
-
-class _Parser:
-    """Parses messages on every core: one worker process beside this one.
-
-    One worker and not two: the benchmark sums the memory of all processes, and this process
-    parses its share of each batch while the worker parses the rest of it and then the next
-    batch's share, so the worker keeps busy while this process writes index.db."""
-
-    MIN_BATCH = 64  # below this a worker's round trip costs more than it saves
-    MINE = 0.35  # this process's share: it also reads raw.db and writes index.db (balanced on Enron)
-
-    def __init__(self) -> None:
-        self._pool: ProcessPoolExecutor | None = None
-
-    def _get_pool(self) -> ProcessPoolExecutor | None:
-        if self._pool is None and (os.cpu_count() or 1) > 1:
-            try:
-                method = processes.start_method()
-                self._pool = ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context(method), initializer=processes.die_with_parent,
-                    initargs=(processes.libc() if method == "fork" else None,))
-            except (OSError, ValueError):
-                return None
-        return self._pool
-
-    def start(self, jobs: list[_Job]) -> Callable[[], list[_Parts]]:
-        """Hand the worker its share now; the returned call parses the rest here and collects."""
-        pool = self._get_pool() if len(jobs) >= self.MIN_BATCH else None
-        if pool is None:
-            return lambda: [_parse_parts(j) for j in jobs]
-        cut = int(len(jobs) * self.MINE)
-        theirs = [pool.submit(_parse_many, jobs[i:i + 32]) for i in range(cut, len(jobs), 32)]
-
-        def finish() -> list[_Parts]:
-            out = [_parse_parts(j) for j in jobs[:cut]]
-            for n, future in enumerate(theirs):
-                try:
-                    out.extend(future.result())
-                except BrokenProcessPool:  # the worker died (out of memory?): do its share here
-                    self._pool = None
-                    out.extend(_parse_parts(j) for j in jobs[cut + 32 * n:cut + 32 * (n + 1)])
-            return out
-
-        return finish
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-
-
-def _parse_many(jobs: list[_Job]) -> list[_Parts]:
-    return [_parse_parts(j) for j in jobs]
 
 
 def _changes(store: Store, seq: int, limit: int) -> list[Change]:
@@ -268,7 +191,7 @@ def _live_writer(data_dir: Path, store: Store) -> keyword.KeywordWriter | str | 
 def _follow(store: Store, writer: keyword.KeywordWriter, cfg: Config, counts: dict[str, int],
             progress: Progress | None, *, fresh: bool) -> int:
     """Follow raw.db's change feed from where `writer`'s index.db stands; returns the seq reached."""
-    parser = _Parser()
+    parser = ParsePool()
     try:
         seq = writer.seq()
         fresh = fresh or (seq == 0 and not writer.counts()[0])
@@ -296,11 +219,11 @@ class _Batch:
     gone: list[int]
     field_only: list[keyword.MessageFields]
     to_parse: list[MessageMeta]
-    parsed: Callable[[], list[_Parts]]
+    parsed: Callable[[], list[Parts]]
 
 
 def _prepare(store: Store, writer: keyword.KeywordWriter, cfg: Config, changes: list[Change], fresh: bool,
-             parser: _Parser) -> _Batch | None:
+             parser: ParsePool) -> _Batch | None:
     """Sort a batch of the feed into deletions, field updates and messages to parse (started now)."""
     if not changes:
         return None

@@ -10,6 +10,9 @@ messages), and `maintain` compacts and removes old versions, but only those that
 the latest more than `retention_seconds` ago: a reader that opened a version a moment before a
 cleanup keeps its files (a cleanup with older_than=0 makes such a reader fail).
 
+The rows and their schema are oaken.index.vector_rows'; the small files beside the table (its
+state, the rebuilding marker, the embedding pass's records) are oaken.index.vector_files'.
+
 The stated bound: after maintenance the folder holds the live rows, the ANN index, and the
 versions of roughly the last two retention periods plus at most `maintain_every` writes. Tested:
 1,000 write cycles on a 100-row table stay under 1.5 MB (without cleanup: ~8 MB and growing).
@@ -18,35 +21,20 @@ versions of roughly the last two retention periods plus at most `maintain_every`
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import threading
 import time
-from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from oaken.errors import VectorUnavailable
-from oaken import paths
-
-if TYPE_CHECKING:
-    from oaken.store import MessageMeta
+from oaken.index.vector_files import STATE_FILE, mark_rebuilding, read_state, rebuilding, vectors_path, write_json
+from oaken.index.vector_files import REBUILDING_FILE, drop, rebuilt  # noqa: F401 - re-exported
+from oaken.index.vector_rows import (FIELD_COLUMNS, GENERATION_KEY, META_KEY, ChunkVector, Fingerprint, MessageFields,
+                                     VectorChunkHit, VectorFilters, arrow_table, ids_sql, normal, schema_of, where_sql)
 
 TABLE = "chunks"
-STATE_FILE = "state.json"
-# in vectors/ while the table is being built again (another model or chunker, a rebuilt index.db,
-# `oaken reindex --rebuild`): a search then says its vector side is degraded instead of answering
-# from the part of the mail embedded so far as if it were all of it. The embedding pass removes
-# it once every chunk is embedded again.
-REBUILDING_FILE = "rebuilding.json"
-_META_KEY = b"oaken.fingerprint"
-# the index.db whose chunk ids the rows carry (KeywordIndex.generation): a rebuilt index.db numbers
-# its chunks again, so rows of another generation would stand for other chunks' text
-_GENERATION_KEY = b"oaken.index_generation"
-
 # Defaults; [index] settings of the same names override them (see `store_settings`).
 ANN_MIN_ROWS = 10_000  # brute force below (exact; ~20 ms at 10k with prefilters), IVF-HNSW-SQ above (~4 ms)
 RETENTION_SECONDS = 60.0  # a version outlives its successor by this long: longer than any search
@@ -74,179 +62,6 @@ def ann_partitions(rows: int) -> int | None:
     own default for IVF_HNSW_SQ, pinned). More partitions cost recall at 100k and 1M whatever
     nprobes (docs/ann-recall.md); past ~1M rows untested."""
     return max(1, -(-rows // 1_048_576))
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    """What makes two vectors comparable: the embedder's fingerprint, the dimension, the chunker."""
-
-    model: str
-    dim: int
-    chunker: str
-
-    def key(self) -> str:
-        return json.dumps({"model": self.model, "dim": self.dim, "chunker": self.chunker}, sort_keys=True)
-
-    @classmethod
-    def from_key(cls, key: str | bytes) -> "Fingerprint":
-        d = json.loads(key)
-        return cls(str(d["model"]), int(d["dim"]), str(d["chunker"]))
-
-    def describe(self) -> str:
-        return f"{self.model}, {self.dim} dimensions, chunker {self.chunker}"
-
-
-@dataclass(frozen=True)
-class MessageFields:
-    """The fields of a message that a vector search prefilters on (stored lower-cased)."""
-
-    message: int
-    account: str
-    date: int
-    sender: str
-    to_addrs: str
-    cc_addrs: str
-    labels: tuple[str, ...]
-    folders: tuple[str, ...]
-    disposition: str
-    thread: int
-
-    @classmethod
-    def from_meta(cls, m: "MessageMeta") -> "MessageFields":
-        return cls(
-            message=m.id, account=m.account, date=m.date,
-            sender=f"{m.sender_name} <{m.sender_addr}>", to_addrs="\n".join(m.to), cc_addrs="\n".join(m.cc),
-            labels=m.labels, folders=m.folders,
-            disposition=m.triage.disposition, thread=m.thread,
-        )
-
-
-@dataclass(frozen=True)
-class ChunkVector:
-    chunk_id: int
-    message: int
-    vector: np.ndarray  # (dim,) float32, unit norm
-
-
-@dataclass(frozen=True)
-class VectorFilters:
-    """Prefilters (all given fields must hold). Within a field: senders, to, cc, folders and
-    dispositions match any; labels must all be present. Strings match case-insensitively,
-    senders/to/cc as substrings. Phrases, exclusions, attachments, read state and triage
-    are not here: the caller binds them (see vector_retriever)."""
-
-    account: str | None = None
-    senders: tuple[str, ...] = ()
-    to: tuple[str, ...] = ()
-    cc: tuple[str, ...] = ()
-    after: int | None = None  # unix seconds, inclusive
-    before: int | None = None  # unix seconds, exclusive
-    labels: tuple[str, ...] = ()
-    folders: tuple[str, ...] = ()
-    dispositions: tuple[str, ...] = ()
-    # messages whose stored disposition may be stale (changed in raw.db after the pass that
-    # wrote it): kept whatever their rows say, so raw.db alone decides them
-    disposition_unsure: frozenset[int] = frozenset()
-    thread: int | None = None
-    include_ids: frozenset[int] | None = None
-    exclude_ids: frozenset[int] = frozenset()
-
-    @property
-    def selective(self) -> bool:
-        """Narrow enough that an ANN index could miss hits: search these exactly."""
-        return self.thread is not None or self.include_ids is not None
-
-
-@dataclass(frozen=True)
-class VectorChunkHit:
-    chunk_id: int
-    message: int
-    score: float  # cosine similarity: 1 is the same direction
-
-
-def vectors_path(data_dir: Path) -> Path:
-    return Path(paths.vectors_dir(data_dir))
-
-
-def write_json(path: Path, data: object) -> None:
-    """A small JSON file beside the vectors (state, cursor, last pass), replaced whole: a reader
-    never sees half of it, and two writers (threads or processes) never share a temporary file."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
-def _lit(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _any(clauses: list[str]) -> str:
-    return "(" + " OR ".join(clauses) + ")"
-
-
-def where_sql(f: VectorFilters) -> str | None:
-    """The filters as a LanceDB SQL predicate; every value is a quoted literal."""
-    parts: list[str] = []
-    if f.account is not None:
-        parts.append(f"account = {_lit(f.account)}")
-    for column, values in (("sender", f.senders), ("to_addrs", f.to), ("cc_addrs", f.cc)):
-        if values:
-            parts.append(_any([f"contains({column}, {_lit(v.lower())})" for v in values]))
-    if f.after is not None:
-        parts.append(f"date >= {int(f.after)}")
-    if f.before is not None:
-        parts.append(f"date < {int(f.before)}")
-    for label in f.labels:
-        parts.append(f"array_has(labels, {_lit(label.lower())})")
-    if f.folders:
-        parts.append(_any([f"array_has(folders, {_lit(x.lower())})" for x in f.folders]))
-    if f.dispositions:
-        held = f"disposition IN ({', '.join(_lit(d) for d in f.dispositions)})"
-        parts.append(f"({held} OR message IN ({_ids(f.disposition_unsure)}))" if f.disposition_unsure else held)
-    if f.thread is not None:
-        parts.append(f"thread = {int(f.thread)}")
-    if f.include_ids is not None:
-        ids = sorted(f.include_ids)
-        parts.append(f"message IN ({', '.join(map(str, ids))})" if ids else "false")
-    if f.exclude_ids:
-        parts.append(f"message NOT IN ({', '.join(map(str, sorted(f.exclude_ids)))})")
-    return " AND ".join(parts) or None
-
-
-def _schema(fp: Fingerprint, generation: str = "") -> Any:
-    import pyarrow as pa
-
-    return pa.schema([
-        ("chunk_id", pa.int64()),
-        ("message", pa.int64()),
-        ("account", pa.string()),
-        ("model", pa.string()),
-        ("dim", pa.int32()),
-        ("chunker", pa.string()),
-        ("date", pa.int64()),
-        ("sender", pa.string()),
-        ("to_addrs", pa.string()),
-        ("cc_addrs", pa.string()),
-        ("labels", pa.list_(pa.string())),
-        ("folders", pa.list_(pa.string())),
-        ("disposition", pa.string()),
-        ("thread", pa.int64()),
-        ("vector", pa.list_(pa.float32(), fp.dim)),
-    ], metadata={_META_KEY: fp.key().encode(), _GENERATION_KEY: generation.encode()})
-
-
-_FIELD_COLUMNS = ("account", "date", "sender", "to_addrs", "cc_addrs", "labels", "folders", "disposition", "thread")
-
-
-def _normal(f: MessageFields) -> MessageFields:
-    """Strings that filters match case-insensitively are stored lower-cased."""
-    return replace(f, sender=f.sender.lower(), to_addrs=f.to_addrs.lower(), cc_addrs=f.cc_addrs.lower(),
-                   labels=tuple(sorted({x.lower() for x in f.labels})),
-                   folders=tuple(sorted({x.lower() for x in f.folders})))
-
-
-def _ids(values: Iterable[int]) -> str:
-    return ", ".join(str(int(v)) for v in sorted(set(values)))
 
 
 class VectorStore:
@@ -293,12 +108,12 @@ class VectorStore:
 
     def fingerprint(self) -> Fingerprint | None:
         meta = self.table().schema.metadata or {}
-        key = meta.get(_META_KEY)
+        key = meta.get(META_KEY)
         return Fingerprint.from_key(key) if key else None
 
     def generation(self) -> str:
         """The index.db generation whose chunk ids the rows carry ("" when not recorded)."""
-        return (self.table().schema.metadata or {}).get(_GENERATION_KEY, b"").decode()
+        return (self.table().schema.metadata or {}).get(GENERATION_KEY, b"").decode()
 
     def check(self, expected: Fingerprint) -> None:
         """Raise VectorUnavailable("model_mismatch") unless the table was built by `expected`, and
@@ -330,7 +145,7 @@ class VectorStore:
         dropped = False
         if self.exists():
             found = self.fingerprint()
-            same = found == fp and self.table().schema.names == _schema(fp).names
+            same = found == fp and self.table().schema.names == schema_of(fp).names
             if not rebuild and same and (generation is None or self.generation() == generation):
                 return False
             if rebuild:
@@ -346,7 +161,7 @@ class VectorStore:
             self.db.drop_table(TABLE)
             self._table = None
             dropped = True
-        self._table = self.db.create_table(TABLE, schema=_schema(fp, generation or ""))
+        self._table = self.db.create_table(TABLE, schema=schema_of(fp, generation or ""))
         self._write_state(backends=[])
         return dropped
 
@@ -370,7 +185,7 @@ class VectorStore:
         return dict(zip(t.column("chunk_id").to_pylist(), t.column("message").to_pylist()))
 
     def rows_of(self, messages: Iterable[int], columns: Sequence[str] = ("chunk_id", "message")) -> list[dict]:
-        ids = _ids(messages)
+        ids = ids_sql(messages)
         if not ids:
             return []
         t = self.table().search().where(f"message IN ({ids})").select(list(columns)).limit(None).to_arrow()
@@ -385,9 +200,9 @@ class VectorStore:
         table = self.table()
         fp = self.fingerprint()
         assert fp is not None
-        data = self._arrow(fp, fields, chunks)
+        data = arrow_table(fp, fields, chunks)
         (table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
-         .when_not_matched_by_source_delete(f"message IN ({_ids(fields)})").execute(data))
+         .when_not_matched_by_source_delete(f"message IN ({ids_sql(fields)})").execute(data))
         self._wrote()
 
     def insert(self, fields: Mapping[int, MessageFields], chunks: Sequence[ChunkVector]) -> None:
@@ -397,7 +212,7 @@ class VectorStore:
             return
         fp = self.fingerprint()
         assert fp is not None
-        self.table().add(self._arrow(fp, fields, chunks))
+        self.table().add(arrow_table(fp, fields, chunks))
         self._wrote()
 
     def delete_chunks(self, chunk_ids: Iterable[int]) -> int:
@@ -408,7 +223,7 @@ class VectorStore:
 
     def _delete(self, column: str, values: Iterable[int]) -> int:
         """Delete rows whose `column` is among `values` (one version); returns the rows removed."""
-        ids = _ids(values)
+        ids = ids_sql(values)
         if not ids or not self.exists():
             return 0
         before = self.count()
@@ -426,32 +241,13 @@ class VectorStore:
         rows = self.rows_of(by_message)
         if not rows:
             return
-        fs = [_normal(by_message[r["message"]]) for r in rows]
+        fs = [normal(by_message[r["message"]]) for r in rows]
         schema = self.table().schema
-        cols = _FIELD_COLUMNS
+        cols = FIELD_COLUMNS
         data = pa.table({"chunk_id": pa.array([r["chunk_id"] for r in rows], pa.int64()),
                          **{c: pa.array([getattr(f, c) for f in fs], schema.field(c).type) for c in cols}})
         self.table().merge_insert("chunk_id").when_matched_update_all().execute(data)
         self._wrote()
-
-    def _arrow(self, fp: Fingerprint, fields: Mapping[int, MessageFields], chunks: Sequence[ChunkVector]) -> Any:
-        import pyarrow as pa
-
-        schema = _schema(fp)
-        n = len(chunks)
-        matrix = np.zeros((n, fp.dim), dtype=np.float32)
-        for i, c in enumerate(chunks):
-            matrix[i] = c.vector
-        fs = [_normal(fields[c.message]) for c in chunks]
-        cols: dict[str, Any] = {
-            "chunk_id": [c.chunk_id for c in chunks], "message": [c.message for c in chunks],
-            "model": [fp.model] * n, "dim": [fp.dim] * n, "chunker": [fp.chunker] * n,
-        }
-        for name in _FIELD_COLUMNS:
-            cols[name] = [getattr(f, name) for f in fs]
-        arrays = [pa.array(cols[f.name], f.type) for f in schema if f.name != "vector"]
-        vector = pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel(), pa.float32()), fp.dim)
-        return pa.Table.from_arrays([*arrays, vector], schema=schema)
 
     def _wrote(self) -> None:
         self._writes += 1
@@ -575,46 +371,3 @@ def open_for_search(data_dir: Path, expected: Fingerprint) -> VectorStore:
         raise VectorUnavailable("no_vectors", f"{store.path}: no vectors yet; embedding runs behind keyword "
                                               "indexing (`oaken reindex` or the daemon)")
     return store
-
-
-def read_state(data_dir: Path) -> dict[str, Any] | None:
-    """The summary the last write left, or None when there is no store."""
-    try:
-        return json.loads((vectors_path(data_dir) / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def drop(data_dir: Path, *, rebuilding: str | None = None) -> None:
-    """Remove vectors/ (derived data: `oaken reindex` rebuilds it; the embed cache makes that quick).
-    With `rebuilding` (why), the new vectors/ is marked as being rebuilt until the embedding pass
-    has embedded every chunk (see REBUILDING_FILE)."""
-    shutil.rmtree(vectors_path(data_dir), ignore_errors=True)
-    if rebuilding is not None:
-        mark_rebuilding(data_dir, rebuilding)
-
-
-def mark_rebuilding(data_dir: Path, reason: str) -> None:
-    folder = vectors_path(data_dir)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if not (folder / REBUILDING_FILE).exists():
-        write_json(folder / REBUILDING_FILE, {"reason": reason, "since": time.time()})
-
-
-def rebuilding(data_dir: Path) -> dict[str, Any] | None:
-    """Why vectors/ is being rebuilt, or None when it is not (see REBUILDING_FILE)."""
-    try:
-        found = json.loads((vectors_path(data_dir) / REBUILDING_FILE).read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return {"reason": "unknown"}
-    return found if isinstance(found, dict) else {"reason": "unknown"}
-
-
-def rebuilt(data_dir: Path) -> None:
-    """The table holds every chunk again: searches may use it."""
-    try:
-        (vectors_path(data_dir) / REBUILDING_FILE).unlink()
-    except FileNotFoundError:
-        pass

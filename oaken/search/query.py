@@ -8,15 +8,16 @@ how repeated operators combine, what a question is and what triggers exact_boost
 
 from __future__ import annotations
 
-import calendar
 import re
 import time
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
 from oaken.config import DEFAULT_CATEGORIES, DISPOSITIONS
+from oaken.search.dates import day_start, relative
+from oaken.search.lexer import lex
 
 # Operators whose value is text searched in one FTS column, and those that filter.
 TEXT_OPERATORS = ("from", "to", "cc", "subject", "filename")
@@ -38,8 +39,6 @@ we were what when where which while who whom why will with would you your yours 
 """.split())
 
 _OPERATOR_SHAPE = re.compile(r"([A-Za-z_]+):(.*)", re.S)
-_DATE = re.compile(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})")
-_RELATIVE = re.compile(r"(\d{1,6})([dwmy])", re.I)
 _DAY = 86400
 
 
@@ -122,94 +121,6 @@ def _has_digit(text: str) -> bool:
     return any(unicodedata.category(ch) == "Nd" for ch in text)
 
 
-# ---- lexing --------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Token:
-    text: str
-    kind: str  # "word", "phrase", or "operator" (name:"quoted value", joined by the lexer)
-    negated: bool
-
-
-_NAME_COLON = re.compile(r"[A-Za-z_]+:")
-
-
-def _lex(query: str) -> tuple[list[_Token], bool]:
-    """The tokens, and whether a quote was left open (its phrase then runs to the end)."""
-    out: list[_Token] = []
-    unclosed = False
-    i, n = 0, len(query)
-    while i < n:
-        if query[i].isspace():
-            i += 1
-            continue
-        negated = False
-        if query[i] == "-" and i + 1 < n and not query[i + 1].isspace():
-            negated = True
-            i += 1
-        if query[i] == '"':
-            end = query.find('"', i + 1)
-            unclosed = unclosed or end < 0
-            end = n if end < 0 else end
-            out.append(_Token(query[i + 1:end], "phrase", negated))
-            i = end + 1
-            continue
-        start = i
-        while i < n and not query[i].isspace() and query[i] != '"':
-            i += 1
-        word = query[start:i]
-        if i < n and query[i] == '"' and _NAME_COLON.fullmatch(word):
-            end = query.find('"', i + 1)
-            unclosed = unclosed or end < 0
-            end = n if end < 0 else end
-            out.append(_Token(word + query[i + 1:end], "operator", negated))
-            i = end + 1
-            continue
-        out.append(_Token(word, "word", negated))
-    return out, unclosed
-
-
-# ---- values --------------------------------------------------------------------------------
-
-def day_start(value: str) -> int | None:
-    m = _DATE.fullmatch(value)
-    if not m:
-        return None
-    try:
-        day = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=timezone.utc)
-    except ValueError:
-        return None
-    return int(day.timestamp())
-
-
-def _months_back(now: datetime, months: int) -> datetime:
-    total = now.year * 12 + (now.month - 1) - months
-    year, month = divmod(total, 12)
-    month += 1
-    day = min(now.day, calendar.monthrange(year, month)[1])
-    return now.replace(year=year, month=month, day=day)
-
-
-def _relative(value: str, now: float) -> int | None:
-    m = _RELATIVE.fullmatch(value)
-    if not m:
-        return None
-    amount, unit = int(m[1]), m[2].lower()
-    base = datetime.fromtimestamp(now, tz=timezone.utc)
-    try:
-        if unit == "d":
-            when = base - timedelta(days=amount)
-        elif unit == "w":
-            when = base - timedelta(weeks=amount)
-        elif unit == "m":
-            when = _months_back(base, amount)
-        else:
-            when = _months_back(base, amount * 12)
-    except (OverflowError, ValueError):
-        return None
-    return int(when.timestamp())
-
-
 # ---- parsing -------------------------------------------------------------------------------
 
 class _Builder:
@@ -270,7 +181,7 @@ class _Builder:
             else:
                 (self.afters if name == "after" else self.befores).append(day)
         elif name in ("newer_than", "older_than"):
-            when = _relative(v, self.now)
+            when = relative(v, self.now)
             if when is None:
                 self.unreadable(name, v, "expected a number and d, w, m (months) or y, as in 7d or 1y")
             else:
@@ -318,7 +229,7 @@ def parse(query: str, *, categories: Sequence[str] = DEFAULT_CATEGORIES, now: fl
     b = _Builder(categories, time.time() if now is None else now)
     # Items: a Term of the free text, "OR"/"AND", "name:" for an operator, "-" for an exclusion.
     items: list[Term | str] = []
-    tokens, unclosed = _lex(query)
+    tokens, unclosed = lex(query)
     if unclosed:
         b.warn('a quote is not closed: the phrase runs to the end of the query')
     for tok in tokens:

@@ -9,9 +9,9 @@ is read as protocol 1: its fields and its answer are those of the socket before 
 number, so the clients of then (and a hand-typed request) are answered as before, and a protocol 2
 will refuse them as protocol 1. The client of this oaken always sends the protocol and an id.
 
-A request is checked whole before it is run: every field of the wrong type or out of range is
-refused with its name and what it expects, where an in-process search would warn and ignore it
-(a program sent it, not a person typing). A failure inside the daemon is logged here with its
+A request is checked whole before it is run (its parameters by oaken.search.requests): every field
+of the wrong type or out of range is refused with its name and what it expects, where an
+in-process search would warn and ignore it (a program sent it, not a person typing). A failure inside the daemon is logged here with its
 traceback; the client is told only that there was one and the reference of the log line.
 
 Bounded, whoever connects: a few threads (one serving loop, WORKERS searching), MAX_CONNECTIONS
@@ -29,117 +29,26 @@ import selectors
 import socket
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, Callable, Sequence
 
 from oaken import config as config_mod
 from oaken import log
-from oaken.config import DISPOSITIONS, Config
-from oaken.errors import OakenError
-from oaken.search.client import PARAMS, PROTOCOL, ask_raw
+from oaken.config import Config
+from oaken.search.client import PROTOCOL, ask_raw
 from oaken.search.client import SOCKET_NAME, socket_path  # noqa: F401 - re-exported
 from oaken.search.client import encode as _encode
-from oaken.search.types import Explain, Hit, MatchedChunk, RetrieverTrace, SearchResponse, Why
+from oaken.search.requests import (MAX_COUNT, MAX_ID, MAX_REQUEST_ID, RequestError, check_params, shown,
+                                   valid_request_id, whole)
+from oaken.search.responses import ErrorReply, response_from_dict
+from oaken.search.types import SearchResponse
 
 MAX_REQUEST = 1 << 20
-MAX_COUNT = (1 << 31) - 1  # limit and offset: far more mail than one mailbox holds
-MAX_ID = (1 << 63) - 1  # a thread number: SQLite's largest integer
-MAX_REQUEST_ID = 128  # characters of a request id given as text
 WORKERS = 4  # searches at once; more clients wait their turn without holding a thread
 MAX_CONNECTIONS = 64  # open at once; far more than one user's searches need
 CLIENT_SECONDS = 5.0  # to send the whole request, and to read the whole answer: a local client needs ms
 READ_CHUNK = 1 << 16
 STOP_POLL_SECONDS = 0.5  # how soon the loop sees stop_event
-
-
-class RequestError(OakenError):
-    """A request the socket refuses as sent; the message names the field and what it expects.
-    `code`: "bad_request", or "protocol_mismatch"; `request_id`: the request's id, when it has a
-    valid one, for the reply to echo."""
-
-    def __init__(self, message: str, code: str = "bad_request", request_id: str | int | None = None):
-        super().__init__(message)
-        self.code = code
-        self.request_id = request_id
-
-
-@dataclass(frozen=True)
-class ErrorReply:
-    """The socket's answer when it has no SearchResponse to give."""
-
-    error: str  # one line for a person
-    # "bad_request": the request is at fault, as `error` says; "protocol_mismatch": it speaks another
-    # protocol, `error` names both; "internal_error": the daemon is at fault
-    code: str
-    ref: str | None = None  # internal_error: the `ref` of the daemon's log line that holds the traceback
-
-
-def _whole(value: Any, low: int, high: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-
-
-def _texts(value: Any) -> tuple[str, ...] | None:
-    """A text or a list of texts, none blank, as a tuple; None when `value` is anything else."""
-    items = [value] if isinstance(value, str) else value if isinstance(value, list) else None
-    if not items or not all(isinstance(v, str) and v.strip() for v in items):
-        return None
-    return tuple(items)
-
-
-def _when(value: Any) -> bool:
-    """A date as the engine reads one (filters.date_field): what it would warn about is refused.
-    JSON also carries NaN and Infinity, which it refuses too."""
-    from oaken.search.filters import date_field
-
-    warned: list[str] = []
-    return value is not None and date_field(value, "date", warned) is not None and not warned
-
-
-def _one_of(vocabulary: Sequence[str]) -> Callable[[Any], bool]:
-    allowed = {v.lower() for v in vocabulary}
-
-    def check(value: Any) -> bool:
-        texts = _texts(value)
-        return texts is not None and all(t.strip().lower() in allowed for t in texts)
-
-    return check
-
-
-def _or_null(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda value: value is None or check(value)
-
-
-def _checks(categories: Sequence[str]) -> dict[str, tuple[Callable[[Any], bool], str]]:
-    """Each param: a test of its value, and what it expects, as the error says it."""
-    count = (lambda v: _whole(v, 0, MAX_COUNT), f"a whole number from 0 to {MAX_COUNT}")
-    return {
-        "limit": count,
-        "offset": count,
-        "account": (_or_null(lambda v: isinstance(v, str) and bool(v.strip())), "an account name or null"),
-        "thread": (_or_null(lambda v: _whole(v, 0, MAX_ID)),
-                   f"a thread number (a hit's `thread`, from 0 to {MAX_ID}) or null"),
-        "sender": (_or_null(lambda v: _texts(v) is not None), "an address or name, a list of them, or null"),
-        "after": (_or_null(_when), "a date YYYY-MM-DD, Unix seconds, or null"),
-        "before": (_or_null(_when), "a date YYYY-MM-DD, Unix seconds, or null"),
-        "labels": (_or_null(lambda v: _texts(v) is not None), "a label, a list of labels, or null"),
-        "disposition": (_or_null(_one_of((*DISPOSITIONS, "anywhere"))),
-                        f"one of {', '.join(DISPOSITIONS)} or anywhere, a list of them, or null"),
-        "unread": (_or_null(lambda v: isinstance(v, bool)), "true, false or null"),
-        "categories": (_or_null(_one_of(categories)),
-                       f"one of {', '.join(categories)} ([triage] categories), a list of them, or null"),
-        "min_priority": (_or_null(lambda v: _whole(v, 0, 3)), "0, 1, 2, 3 or null"),
-        "sort": (lambda v: v in ("relevance", "date"), '"relevance" or "date"'),
-        "explain": (lambda v: isinstance(v, bool), "true or false"),
-    }
-
-
-def _request_id(value: Any) -> bool:
-    return (isinstance(value, str) and 0 < len(value) <= MAX_REQUEST_ID) or _whole(value, -MAX_ID - 1, MAX_ID)
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def parse_request(line: bytes, categories: Sequence[str]) -> tuple[str | int | None, str, dict[str, Any]]:
@@ -153,64 +62,40 @@ def parse_request(line: bytes, categories: Sequence[str]) -> tuple[str | int | N
         raise RequestError('request: expected one line of JSON: {"query": "...", "params": {...}}') from None
     if not isinstance(request, dict):
         raise RequestError(f'request: expected a JSON object {{"query": "...", "params": {{...}}}}, '
-                           f"got {_shown(request)}")
+                           f"got {shown(request)}")
     request_id = request.get("id")
-    echo = request_id if _request_id(request_id) else None
+    echo = request_id if valid_request_id(request_id) else None
     protocol = request.get("protocol", PROTOCOL)
-    if not _whole(protocol, 0, MAX_COUNT):
+    if not whole(protocol, 0, MAX_COUNT):
         raise RequestError(f"protocol: expected a whole number (this daemon speaks protocol {PROTOCOL}), "
-                           f"got {_shown(protocol)}", request_id=echo)
+                           f"got {shown(protocol)}", request_id=echo)
     if protocol != PROTOCOL:
         raise RequestError(f"protocol: the request speaks protocol {protocol}, this daemon protocol {PROTOCOL}; "
                            "restart the daemon (`oaken sync --daemon`) with the oaken that searches",
                            "protocol_mismatch", echo)
     if request_id is not None and echo is None:
         raise RequestError(f"id: expected a request id (text of 1 to {MAX_REQUEST_ID} characters, or a whole "
-                           f"number from {-MAX_ID - 1} to {MAX_ID}) or null, got {_shown(request_id)}")
+                           f"number from {-MAX_ID - 1} to {MAX_ID}) or null, got {shown(request_id)}")
     for key in request:
         if key not in ("protocol", "id", "query", "params"):
-            raise RequestError(f"request: unknown field {_shown(key)}; a request holds protocol, id, query "
+            raise RequestError(f"request: unknown field {shown(key)}; a request holds protocol, id, query "
                                "and params", request_id=echo)
     query = request.get("query")
     if not isinstance(query, str):
-        raise RequestError(f"query: expected text (the search, may be empty), got {_shown(query)}", request_id=echo)
+        raise RequestError(f"query: expected text (the search, may be empty), got {shown(query)}", request_id=echo)
     params = request.get("params")
     if params is None:
         return echo, query, {}
     if not isinstance(params, dict):
-        raise RequestError(f"params: expected a JSON object of search parameters, got {_shown(params)}",
+        raise RequestError(f"params: expected a JSON object of search parameters, got {shown(params)}",
                            request_id=echo)
-    checks = _checks(categories)
-    for name, value in params.items():
-        if name not in checks:
-            raise RequestError(f"params: unknown parameter {_shown(name)}; expected one of {', '.join(PARAMS)}",
-                               request_id=echo)
-        check, expected = checks[name]
-        if not check(value):
-            raise RequestError(f"params.{name}: expected {expected}, got {_shown(value)}", request_id=echo)
+    check_params(params, categories, echo)
     return echo, query, params
 
 
 def reply(request_id: str | int | None, body: dict[str, Any]) -> bytes:
     """One reply line: the protocol, the request's id (None: the request had none to read), the body."""
     return _encode({"protocol": PROTOCOL, "id": request_id, **body})
-
-
-def response_from_dict(data: dict[str, Any]) -> SearchResponse:
-    """Rebuild the typed response from its JSON, so both paths print the same thing."""
-    hits = tuple(
-        Hit(**{**h, "folders": tuple(h["folders"]), "labels": tuple(h["labels"]),
-               "why": tuple(Why(**w) for w in h["why"]),
-               "matched_chunks": tuple(MatchedChunk(**c) for c in h["matched_chunks"]),
-               "copies": tuple(h.get("copies", ()))})
-        for h in data["hits"]
-    )
-    explain = data.get("explain")
-    if explain:
-        explain = Explain(parsed=explain["parsed"],
-                          retrievers=tuple(RetrieverTrace(**r) for r in explain["retrievers"]),
-                          rrf_k=explain["rrf_k"], weights=explain["weights"])
-    return SearchResponse(**{**data, "hits": hits, "warnings": tuple(data["warnings"]), "explain": explain})
 
 
 class _Client:

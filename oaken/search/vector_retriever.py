@@ -240,7 +240,7 @@ class VectorRetriever:
         """VectorUnavailable("model_mismatch") when vectors/ holds rows of a backend whose
         documents the fidelity checks do not allow to be searched with this embedder's queries.
         Decided once per set of stored backends (state.json is re-read: a reindex may add one)."""
-        from oaken.index.embedding import incompatible_with, stored_backends
+        from oaken.index.backend_record import incompatible_with, stored_backends
 
         query = backend_of(embedder)
         stored = tuple(stored_backends(store))

@@ -71,7 +71,7 @@ class _Admit:
     def settle(self) -> None:
         """Bind the constraints to how far vectors/ and index.db have followed raw.db's feed: the
         disposition they copied is not trusted for messages changed since (filters.as_of)."""
-        from oaken.index.embedding import followed_seq
+        from oaken.index.vector_files import followed_seq
 
         store = self._open()
         seq = followed_seq(self.data_dir)

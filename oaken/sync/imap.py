@@ -1,7 +1,8 @@
 """One IMAP connection: TLS, login, raw commands imapclient lacks (QRESYNC SELECT, LIST-STATUS,
 conditional STORE, pipelined FETCH), IDLE. Socket timeouts are always set, so a silent link ends in
 TimeoutError instead of hanging forever. Where the secrets and the TLS context come from is
-credentials.py; the syntax of what is sent and received is imap_syntax.py.
+credentials.py; the syntax of what is sent and received is imap_syntax.py; a long answer is read
+off the socket by imap_answer.py.
 
 Errors are sorted into two kinds: `SyncError` (a bad password, an untrusted certificate: retrying
 will not help, so it is reported once) and `ConnectionLost` (the link or the server went away:
@@ -22,6 +23,7 @@ from oaken import log
 from oaken.config import AccountConfig, _is_loopback
 from oaken.errors import SyncError
 from oaken.sync.credentials import account_section, oauth2_token, password, ssl_context
+from oaken.sync.imap_answer import read_answer
 from oaken.sync.imap_syntax import (FolderStatus, as_text, fetch_items, flag_changes, flag_names, folder_statuses,
                                     parse_uid_set, quote_mailbox, uid_set)
 
@@ -126,52 +128,8 @@ class Connection:
         return typ, text, untagged
 
     def _answer(self, tag: bytes, line: bytes) -> tuple[str, bytes, dict[str, list]]:
-        """`finish` for an answer of megabytes (a body FETCH): the untagged responses imaplib would
-        collect, read line by line and literal by literal without imaplib's per-line layers of
-        regexes, logging and bookkeeping, which cost more than storing the message."""
-        imap = self.client._imap
-        readline, read = imap.readline, imap.read
-        untagged: dict[str, list] = {}
-        abort = imaplib.IMAP4.abort
-        while True:
-            resp = readline()
-            if not resp:
-                raise abort("socket error: EOF")
-            if not resp.endswith(b"\r\n"):
-                raise abort(f"socket error: unterminated line: {resp[:80]!r}")
-            resp = resp[:-2]
-            if resp.startswith(tag + b" "):
-                del imap.tagged_commands[tag]
-                typ, _sp, text = resp[len(tag) + 1:].partition(b" ")
-                if typ == b"BAD":
-                    raise IMAPClient.Error(f"{line[:80]!r}: {typ.decode(errors='replace')} {text!r}")
-                return typ.decode(errors="replace"), text, untagged
-            m = imaplib.Untagged_response.match(resp)
-            if m is not None:
-                kind, dat = m.group("type"), m.group("data") or b""
-            else:
-                m = imaplib.Untagged_status.match(resp)
-                if m is None:
-                    if resp.startswith(b"+"):
-                        continue  # a continuation nobody asked for: imaplib ignores it too
-                    raise abort(f"unexpected response: {resp[:80]!r}")
-                kind, dat = m.group("type"), m.group("data") + (b" " + m.group("data2") if m.group("data2") else b"")
-            entries = untagged.setdefault(kind.decode(), [])
-            while dat.endswith(b"}") and (lit := imaplib.Literal.match(dat)) is not None:
-                size = int(lit.group("size"))
-                data = read(size)
-                if len(data) < size:
-                    raise abort("socket error: EOF in a literal")
-                entries.append((dat, data))
-                dat = readline()
-                if not dat.endswith(b"\r\n"):
-                    raise abort(f"socket error: unterminated line: {dat[:80]!r}")
-                dat = dat[:-2]
-            entries.append(dat)
-            if kind == b"BYE":
-                raise abort(dat.decode(errors="replace"))
-            if kind in (b"OK", b"NO", b"BAD") and (code := imaplib.Response_code.match(dat)) is not None:
-                untagged.setdefault(code.group("type").decode(), []).append(code.group("data"))
+        """`finish` for an answer of megabytes (a body FETCH), read by oaken.sync.imap_answer."""
+        return read_answer(self.client._imap, tag, line)
 
     def _check(self, line: bytes) -> dict[str, list]:
         typ, text, untagged = self.command(line)

@@ -34,8 +34,9 @@ from oaken.errors import ConfigError, VectorUnavailable
 
 if TYPE_CHECKING:
     from oaken.config import Config
-    from oaken.index.embedders import Embedder
-    from oaken.index.fidelity import Fidelity, Sample
+    from oaken.index.embedder_protocol import Embedder
+    from oaken.index.fidelity import Fidelity
+    from oaken.index.fidelity_sample import Sample
 
 IN_CHILD = "OAKEN_BACKEND_PREPARE"  # set by oaken.index.backends.prepare: load_backend then works in-process
 _STOP_PREPARING = threading.Event()  # set once, when the process is shutting down

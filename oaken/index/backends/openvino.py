@@ -121,7 +121,7 @@ def load_int8(data_dir: Path, *, threads: int = 0, batch_size: int = 64,
               calibration: Sequence[str] | None = None) -> OpenVinoEmbedder:
     """`calibration`: texts to measure activations on; the shipped Enron sample when None. Used
     only when the int8 model is not cached yet."""
-    from oaken.index.fidelity import load_sample
+    from oaken.index.fidelity_sample import load_sample
 
     model_dir = artifacts.weights_dir()
     texts = calibration if calibration is not None else load_sample().calibration

@@ -1,0 +1,38 @@
+"""The daemon's search socket: started beside the sync, with the embedder warmed in the background."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from oaken import config as config_mod
+from oaken import log
+from oaken.config import Config
+
+
+def start_search_server(config: Config, stop_event: threading.Event) -> Any:
+    """Answer `oaken search` on the data directory's socket until `stop_event` is set, with the
+    embedder loaded in the background (a search before that waits for it, outside its timeout).
+    A socket that cannot be opened is logged: sync goes on, searches run in their own process."""
+    from oaken.search.server import SearchServer
+
+    try:
+        server = SearchServer(config, stop_event).start()
+    except OSError as e:
+        log.get("oaken.daemon").error("search socket not started; `oaken search` will search in its own process",
+                                      error=f"{type(e).__name__}: {e}")
+        return None
+
+    def warm() -> None:
+        if config.embedder.model != "none":  # loaded even before vectors exist: the first search is warm
+            from oaken.search import vector_side
+
+            try:
+                vector_side.retriever(config, config_mod.resolve_data_dir(config)).load()
+            except Exception as e:  # noqa: BLE001 - searches report it as no_embedder
+                log.get("oaken.daemon").warning("embedder not loaded", error=f"{type(e).__name__}: {e}")
+        server.warm()
+
+    threading.Thread(target=warm, name="oaken-search-warm", daemon=True).start()
+    log.get("oaken.daemon").info("search socket listening", path=str(server.path))
+    return server
