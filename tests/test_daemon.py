@@ -113,7 +113,8 @@ def test_sigterm_lets_the_running_batch_commit_and_exits_0(imap_box: Mailbox, re
             inbox = store.folder(store.account_id("test"), "INBOX")
             uids = store.folder_uids(inbox.id, inbox.uidvalidity)
             assert 5 <= stored < 40 and stored % 5 == 0, f"{stored} stored: not whole batches"
-            assert inbox.uidnext == max(uids) + 1  # folder state committed with its last batch
+            # newest first, whole batches: UIDNEXT waits under the oldest UID missing, the oldest batch
+            assert sorted(uids) == list(range(41 - stored, 41)) and inbox.uidnext == 1
     finally:
         proxy.close()
     assert sync(imap_box.config()).new == 40 - stored

@@ -4,6 +4,12 @@ The folder state (UIDVALIDITY, UIDNEXT, HIGHESTMODSEQ) is written in the same tr
 messages it accounts for, so a kill at any moment resumes exactly: UIDNEXT only ever means "every
 UID below this is stored", and HIGHESTMODSEQ is the one SELECT reported before anything was read,
 so a change made while we fetch is seen again next time rather than missed.
+
+New mail is downloaded newest first (the highest UIDs first, the first batch small), so that the
+mail a user looks for first is stored, and searchable behind the daemon, within a second or two of
+a first sync's start. UIDNEXT stays where it was until the oldest batch is stored; the messages
+stored above it by an interrupted pass are known by their locations: the next pass takes their
+flag changes and expunges like any stored message's and downloads only the rest.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from oaken.sync.imap import Connection, Selected, StoreResult
 from oaken.sync.imap_syntax import flag_names, internaldate, modseq_of
 
 HEADER_ITEMS = b"UID RFC822.SIZE FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"
+FIRST_BATCH = 100  # a download's first (newest) batch: small, so the newest mail is stored at once
 PUSH_RETRIES = 3
 WORKER_SECONDS = 15.0  # a batch's headers take the worker milliseconds; past this it is stuck
 
@@ -51,8 +58,9 @@ class FolderSync:
 
     def __init__(self, conn: Connection, store: Store, account_id: int, folder: Folder, *, batch_size: int = 500,
                  progress: Progress | None = None, on_batch: OnBatch | None = None,
-                 stop: threading.Event | None = None):
+                 stop: threading.Event | None = None, readers: HeaderReaders | None = None):
         self.conn = conn
+        self.readers = readers  # the pass's header worker (runner.py); None: one of its own per download
         self.store = store
         self.account_id = account_id
         self.folder = folder
@@ -65,6 +73,9 @@ class FolderSync:
         self.worker_failed = False  # then batches are read here, and the worker is killed at the end
         self.pushed: dict[int, tuple[tuple[str, ...], int | None]] = {}  # uid -> flags the server has now
         self.log = log.get("oaken.sync").bind(folder=folder.name)
+        # wall seconds of this thread by what it waited on (a few perf_counter calls per batch; the
+        # runner logs their sums on a debug line, "sync timing")
+        self.timing = dict.fromkeys((*TIMERS, "folder"), 0.0)
 
     def run(self) -> FolderReport:
         t0 = time.perf_counter()
@@ -73,6 +84,7 @@ class FolderSync:
         sel = self.conn.select(f.name, qresync=resync)
         self._push(sel)
         changed_uv = f.uidvalidity is not None and f.uidvalidity != sel.uidvalidity
+        stored: set[int] = set()  # UIDs at or above `start` stored by an interrupted newest-first pass
         if changed_uv:
             self.log.warning("uidvalidity changed", old=f.uidvalidity, new=sel.uidvalidity)
             start = self._rematch(sel)
@@ -80,9 +92,12 @@ class FolderSync:
             start = 1
         else:
             start = f.uidnext or 1
-            self._pull_changes(sel, start)
+            stored = self._pull_changes(sel, start)
+        self.timing["select"] += time.perf_counter() - t0
         if self.complete:
-            self._pull_new(sel, start)
+            self._pull_new(sel, start, stored)
+        self.timing["folder"] = time.perf_counter() - t0
+        self.log.debug("folder timing", **{k: round(v, 4) for k, v in self.timing.items()})
         return FolderReport(f.name, uidvalidity_changed=changed_uv, complete=self.complete,
                             seconds=round(time.perf_counter() - t0, 4), **self.counts)
 
@@ -137,25 +152,28 @@ class FolderSync:
 
     # ---- pull: expunges and flag changes of the UIDs we have -----------------------------------
 
-    def _pull_changes(self, sel: Selected, start: int) -> None:
+    def _pull_changes(self, sel: Selected, start: int) -> set[int]:
+        """Expunges and flag changes of every stored UID: those below `start`, and those above it
+        that an interrupted newest-first pass stored (returned, so that they are not downloaded again)."""
         f = self.folder
         known = self.store.folder_uids(f.id, sel.uidvalidity)
+        top = max(start - 1, max(known, default=0))  # the highest UID we may hold
         gone: set[int] = set()
         changed: dict[int, tuple[tuple[str, ...], int | None]] = {}
         if self.conn.qresync and f.highestmodseq:
             gone = set(sel.vanished)
             changed = dict(sel.changed)
         elif self.conn.condstore and f.highestmodseq and sel.highestmodseq is not None:
-            if sel.highestmodseq != f.highestmodseq and start > 1:
-                fetched = self.conn.fetch(f"1:{start - 1}".encode(), b"UID FLAGS MODSEQ",
+            if sel.highestmodseq != f.highestmodseq and top > 0:
+                fetched = self.conn.fetch(f"1:{top}".encode(), b"UID FLAGS MODSEQ",
                                           f"CHANGEDSINCE {f.highestmodseq}".encode())
                 changed = {u: (flag_names(i.get(b"FLAGS", ())), modseq_of(i)) for u, i in fetched.items()}
             if sel.highestmodseq != f.highestmodseq or sel.exists != f.exists_count:
-                gone = set(known) - set(self.conn.search_uids(f"UID 1:{max(start - 1, 1)}".encode()))
-        elif start > 1 and known:
+                gone = set(known) - set(self.conn.search_uids(f"UID 1:{max(top, 1)}".encode()))
+        elif top > 0 and known:
             # no CONDSTORE: every flag, and the UID set compared with ours
-            fetched = self.conn.fetch(f"1:{start - 1}".encode(), b"UID FLAGS")
-            fetched = {u: i for u, i in fetched.items() if u < start}
+            fetched = self.conn.fetch(f"1:{top}".encode(), b"UID FLAGS")
+            fetched = {u: i for u, i in fetched.items() if u <= top}
             changed = {u: (flag_names(i.get(b"FLAGS", ())), None) for u, i in fetched.items()}
             gone = set(known) - set(fetched)
         gone &= set(known)
@@ -177,6 +195,7 @@ class FolderSync:
                                         highestmodseq=sel.highestmodseq, exists_count=sel.exists)
         self.counts["expunged"] += len(gone)
         self.counts["flags"] += updates
+        return {u for u in known if u >= start and u not in gone}
 
     def _pending_overlay(self, uidvalidity: int) -> dict[int, list[tuple[str, str]]]:
         """Local changes not yet pushed (made while this sync ran): kept on top of the server's flags."""
@@ -188,52 +207,83 @@ class FolderSync:
 
     # ---- pull: new mail by UID range, in batches ------------------------------------------------
 
-    def _pull_new(self, sel: Selected, start: int) -> None:
+    def _pull_new(self, sel: Selected, start: int, stored: set[int]) -> None:
+        t0 = time.perf_counter()
         uids: list[int] = []
         if sel.uidnext > start:
-            uids = [u for u in self.conn.search_uids(f"UID {start}:*".encode()) if u >= start]
-        self._download(sel, uids, advance_state=True, start=start)
+            uids = [u for u in self.conn.search_uids(f"UID {start}:*".encode()) if u >= start and u not in stored]
+        self.timing["search"] += time.perf_counter() - t0
+        self._download(sel, uids, advance_state=True, start=start, top=max(stored, default=0))
 
-    def _download(self, sel: Selected, uids: Sequence[int], *, advance_state: bool, start: int = 1) -> None:
+    def _download(self, sel: Selected, uids: Sequence[int], *, advance_state: bool, start: int = 1,
+                  top: int = 0) -> None:
+        """Newest first: the highest UIDs in a small first batch, then batch_size at a time down to
+        the lowest. With `advance_state`, UIDNEXT moves (past every UID seen, `top` too) only with
+        the last, oldest batch: until then it stays at `start`, under the oldest UID still missing."""
         f = self.folder
         items = b"UID FLAGS INTERNALDATE BODY.PEEK[]" + (b" MODSEQ" if self.conn.condstore else b"")
-        uids = sorted(uids)
         if not uids and advance_state:
             with self.store.transaction():
-                self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity, uidnext=max(sel.uidnext, start),
+                self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity,
+                                            uidnext=max(sel.uidnext, start, top + 1),
                                             highestmodseq=sel.highestmodseq, exists_count=sel.exists)
         if not uids:
             return
-        batches = [uids[i:i + self.batch_size] for i in range(0, len(uids), self.batch_size)]
-        pool = _reader_pool() if len(batches) > 1 else None
+        newest = sorted(uids, reverse=True)
+        size = min(self.batch_size, FIRST_BATCH) if len(newest) > self.batch_size else self.batch_size
+        batches: list[list[int]] = []
+        i = 0
+        while i < len(newest):
+            batches.append(sorted(newest[i:i + size]))
+            i += size
+            size = self.batch_size
+        end = max(sel.uidnext, newest[0] + 1, start, top + 1)  # UIDNEXT once the oldest batch is stored
+        t0 = time.perf_counter()
+        readers = self.readers or HeaderReaders()
+        pool = readers.get() if len(batches) > 1 else None
+        self.timing["workers"] += time.perf_counter() - t0
         try:
-            self._download_batches(sel, batches, items, pool, advance_state=advance_state, start=start)
+            self._download_batches(sel, batches, items, pool, advance_state=advance_state, start=start, end=end)
         finally:
-            if pool is not None:
-                _close_pool(pool, kill=self.worker_failed)
+            t0 = time.perf_counter()
+            if self.worker_failed:
+                readers.discard()  # stuck or broken: killed; the next folder's download forks another
+            elif readers is not self.readers:
+                readers.close()
+            self.timing["workers"] += time.perf_counter() - t0
 
     def _download_batches(self, sel: Selected, batches: list[list[int]], items: bytes, pool: Executor | None, *,
-                          advance_state: bool, start: int) -> None:
+                          advance_state: bool, start: int, end: int) -> None:
         """Four stages overlap: the server prepares the next batches, a thread takes them off the
         socket, a worker process reads their headers, and this thread stores batch n."""
+        timing = self.timing
+        t0 = time.perf_counter()
         fetcher = BatchFetcher(self.conn, batches, items, pool, _read_all)
+        timing["threads"] += time.perf_counter() - t0
         try:
             for n, batch in enumerate(batches):
+                t0 = time.perf_counter()
                 fetched, future = fetcher.next()
+                timing["wait_fetch"] += time.perf_counter() - t0
                 if self.worker_failed:
                     fetcher.pool = None  # no more batches for it
                 last = n + 1 == len(batches)
-                self._store_batch(sel, batch, fetched, future, last=last, advance_state=advance_state, start=start)
+                self._store_batch(sel, batch, fetched, future, uidnext=end if last else start,
+                                  advance_state=advance_state)
                 if not last and self.stop is not None and self.stop.is_set():
                     self.complete = False
                     return
         finally:
+            t0 = time.perf_counter()
             fetcher.close()
+            timing["threads"] += time.perf_counter() - t0
 
     def _store_batch(self, sel: Selected, batch: list[int], fetched: dict[int, dict], future: Future | None, *,
-                     last: bool, advance_state: bool, start: int) -> None:
+                     uidnext: int, advance_state: bool) -> None:
         """One transaction: the batch's messages and the folder state that accounts for them."""
         f = self.folder
+        timing = self.timing
+        t0 = time.perf_counter()
         overlay = self._pending_overlay(sel.uidvalidity)
         read = None
         if future is not None and not self.worker_failed:
@@ -242,6 +292,8 @@ class FolderSync:
             except Exception as e:  # noqa: BLE001 - a broken or stuck worker costs speed, never mail
                 self.worker_failed = True
                 self.log.warning("header worker failed; reading here", error=f"{type(e).__name__}: {e}")
+        t1 = time.perf_counter()
+        timing["wait_headers"] += t1 - t0
         items: list[Incoming] = []
         for uid in sorted(fetched):
             item = fetched[uid]
@@ -254,6 +306,8 @@ class FolderSync:
             items.append(Incoming(raw, digest, env, f.id, sel.uidvalidity, uid,
                                   _with_pending(flag_names(item.get(b"FLAGS", ())), overlay.get(uid, ())),
                                   internaldate(item.get(b"INTERNALDATE")), f"imap:{f.name}", modseq_of(item)))
+        t2 = time.perf_counter()
+        timing["rows"] += t2 - t1
         half = len(items) // 2 + 1  # the crash point lands with half the batch written, as it did per message
         with self.store.transaction():
             results = self.store.add_messages(self.account_id, items[:half])
@@ -264,15 +318,18 @@ class FolderSync:
             self.counts["bytes"] += sum(len(it.raw) for it in items)
             crashpoints.reached("sync.before_state", folder=f.name, uid=batch[-1])
             if advance_state:
-                uidnext = max(sel.uidnext, batch[-1] + 1, start) if last else batch[-1] + 1
+                # every UID below `uidnext` is stored: older batches still to come keep it down
                 self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity, uidnext=uidnext,
                                             highestmodseq=sel.highestmodseq, exists_count=sel.exists)
+        t3 = time.perf_counter()
+        timing["sqlite"] += t3 - t2
         crashpoints.reached("sync.after_batch", folder=f.name, uid=batch[-1])
         self.counts["new"] += added
         if self.progress:
             self.progress(len(batch))
         if self.on_batch and added:
             self.on_batch(added)
+        timing["callbacks"] += time.perf_counter() - t3
 
     # ---- UIDVALIDITY changed: match again by Message-ID and size, download only the rest -------
 
@@ -319,9 +376,39 @@ class FolderSync:
         return sel.uidnext
 
 
+TIMERS = ("select", "search", "wait_fetch", "wait_headers", "rows", "sqlite", "callbacks", "workers", "threads")
+
+
 def _read_all(bodies: list[bytes]) -> list[tuple[str, envelope.Envelope]]:
     """In a worker process: the content hash and headers the store needs, for a whole batch."""
     return [(envelope.content_hash(b), envelope.read(b)) for b in bodies]
+
+
+class HeaderReaders:
+    """The header worker process of one pass, shared by its folders: forked on the first download
+    of more than one batch, shut down by `close` at the end of the pass."""
+
+    def __init__(self) -> None:
+        self.pool: Executor | None = None
+        self._tried = False
+
+    def get(self) -> Executor | None:
+        if self.pool is None and not self._tried:
+            self._tried = True  # None for good where processes cannot be made
+            self.pool = _reader_pool()
+        return self.pool
+
+    def discard(self) -> None:
+        """Kill a worker that failed or never answered; the next `get` forks a new one."""
+        if self.pool is not None:
+            _close_pool(self.pool, kill=True)
+        self.pool = None
+        self._tried = False
+
+    def close(self) -> None:
+        if self.pool is not None:
+            _close_pool(self.pool, kill=False)
+        self.pool = None
 
 
 def _reader_pool() -> Executor | None:
@@ -360,4 +447,4 @@ def _with_pending(flags: Sequence[str], pending: Sequence[tuple[str, str]]) -> t
     return tuple(sorted(out))
 
 
-__all__ = ["FolderSync", "FolderReport"]
+__all__ = ["FolderSync", "FolderReport", "HeaderReaders"]
