@@ -192,8 +192,11 @@ def _header_lines(block: bytes) -> tuple[dict[str, list[str]], list[str]]:
 
     for line in lines:
         line = line.rstrip(b"\r")
-        if line[:1] in (b" ", b"\t") and current is not None:
-            current.append(line.strip())
+        if line[:1] in (b" ", b"\t"):
+            if current is not None:
+                current.append(line.strip())
+            elif line.strip():  # continues no header: skipped, as the email package does
+                problems.append("FirstHeaderLineIsContinuationDefect")
             continue
         m = _HEADER.match(line)
         if not m:

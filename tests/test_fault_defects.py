@@ -46,3 +46,36 @@ def test_text_that_is_not_utf8_inside_index_db_is_damage_not_a_traceback(tmp_pat
     response = search("meeting", config=cfg)
     assert response.degraded and response.degraded_reason == "keyword_index_unavailable"
     assert any("not UTF-8" in w and "reindex --rebuild" in w for w in response.warnings), response.warnings
+
+
+def test_a_folded_first_header_line_is_skipped_not_the_end_of_the_headers(tmp_path: Path) -> None:
+    """Before: the envelope said 'no headers', so Subject and Message-ID were lost and the message
+    could not be found by its subject (the email package skips that line and reads on)."""
+    from oaken import envelope
+
+    raw = (b" folded first line\r\nSubject: zebra crossing\r\nMessage-ID: <fold1@example.com>\r\n\r\n"
+           b"body words here\r\n")
+    env = envelope.read(raw)
+    assert (env.subject, env.message_id) == ("zebra crossing", "fold1@example.com")
+    assert env.problem == "FirstHeaderLineIsContinuationDefect"
+    src = tmp_path / "mail"
+    src.mkdir()
+    (src / "1.eml").write_bytes(raw)
+    cfg = Config(paths=PathsConfig(data_dir=str(tmp_path / "home")), embedder=EmbedderConfig(model="none"))
+    api.import_mail([src], config=cfg)
+    indexer.reindex(cfg, keyword_only=True)
+    assert [h.message_id for h in search("zebra", config=cfg).hits] == ["fold1@example.com"]
+
+
+def test_an_offset_near_the_largest_integer_does_not_break_the_vector_side(tmp_path: Path) -> None:
+    """Before: offset + limit went to LanceDB as the vector side's depth and overflowed its 32-bit
+    limit: degraded 'error' with Python's OverflowError text in the warning."""
+    src = tmp_path / "mail"
+    shutil.copytree(MAIL, src)
+    cfg = Config(paths=PathsConfig(data_dir=str(tmp_path / "home")), embedder=EmbedderConfig(model="concept"))
+    api.import_mail([src], config=cfg)
+    indexer.reindex(cfg)
+    response = search("meeting", config=cfg, offset=2**31 - 11, limit=10)
+    assert not response.degraded, response.warnings
+    assert response.hits == () and not any("Error" in w for w in response.warnings)
+    assert search("meeting", config=cfg).hits  # the first page is as before

@@ -102,6 +102,9 @@ class _Admit:
                 conn.close()
 
 
+MAX_DEPTH = 10_000  # the deepest list asked of the vector side: --offset 2147483647 overflowed LanceDB's limit
+
+
 class VectorJob:
     """The vector side of one search, running in its own thread while the keyword side runs."""
 
@@ -114,7 +117,7 @@ class VectorJob:
         self._retriever = retriever(cfg, data_dir)
         self._text = embedded_text(parsed)
         self._filters = prefilters(cons.index)
-        self._want = want
+        self._want = min(want, MAX_DEPTH)
         self._thread = threading.Thread(target=self._run, name="oaken-vector-side", daemon=True)
         self._thread.start()
 
