@@ -198,6 +198,8 @@ def _header_lines(block: bytes) -> tuple[dict[str, list[str]], list[str]]:
             elif line.strip():  # continues no header: skipped, as the email package does
                 problems.append("FirstHeaderLineIsContinuationDefect")
             continue
+        if current is None and line.startswith(b"From "):  # an mbox line after such a line: skipped too
+            continue
         m = _HEADER.match(line)
         if not m:
             if not line.strip():

@@ -65,6 +65,10 @@ def test_a_folded_first_header_line_is_skipped_not_the_end_of_the_headers(tmp_pa
     api.import_mail([src], config=cfg)
     indexer.reindex(cfg, keyword_only=True)
     assert [h.message_id for h in search("zebra", config=cfg).hits] == ["fold1@example.com"]
+    # and with an mbox From_ line after the folded one (the fault suite's hostile message)
+    env = envelope.read(b" folded\r\nFrom someone@example.com Mon Mar  4 10:00:00 2024\r\nSubject: zebra\r\n"
+                        b"Message-ID: <fold2@example.com>\r\n\r\nbody\r\n")
+    assert (env.subject, env.message_id) == ("zebra", "fold2@example.com")
 
 
 def test_an_offset_near_the_largest_integer_does_not_break_the_vector_side(tmp_path: Path) -> None:
@@ -79,3 +83,29 @@ def test_an_offset_near_the_largest_integer_does_not_break_the_vector_side(tmp_p
     assert not response.degraded, response.warnings
     assert response.hits == () and not any("Error" in w for w in response.warnings)
     assert search("meeting", config=cfg).hits  # the first page is as before
+
+
+def test_damage_a_check_found_is_said_by_every_search_until_the_rebuild(tmp_path: Path) -> None:
+    """Garbage inside b-tree pages can leave SQLite answering wrong without an error; a search does
+    not run quick_check (0.2 s+). Before: `oaken status` said 'corrupt' and searches went on
+    answering from the damaged file as if whole. Now what a check finds is remembered beside the
+    file, and searches say keyword_index_unavailable until reindex swaps in a rebuilt index.db."""
+    src = tmp_path / "mail"
+    shutil.copytree(MAIL, src)
+    home = tmp_path / "home"
+    cfg = Config(paths=PathsConfig(data_dir=str(home)), embedder=EmbedderConfig(model="none"))
+    api.import_mail([src], config=cfg)
+    indexer.reindex(cfg, keyword_only=True)
+    assert not search("meeting", config=cfg).degraded
+    path = keyword.index_path(home)
+    real = Path(path).resolve()
+    with open(real, "r+b") as f:  # garbage over a page in the middle, as the fault suite writes
+        size = real.stat().st_size
+        f.seek(size // 2 // 4096 * 4096)
+        f.write(b"\xa5" * 4096)
+    assert keyword.status(home)["state"] == "corrupt"
+    response = search("meeting", config=cfg)
+    assert response.degraded and response.degraded_reason == "keyword_index_unavailable"
+    report = indexer.reindex(cfg, keyword_only=True)
+    assert report.rebuilt and "damaged" in (report.rebuild_reason or "")
+    assert not search("meeting", config=cfg).degraded and keyword.status(home)["state"] == "ok"

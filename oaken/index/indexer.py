@@ -29,6 +29,7 @@ from oaken import config as config_mod
 from oaken.config import Config
 from oaken.errors import IndexUnavailable, OakenError, StoreError
 from oaken.index import keyword, writelock
+from oaken.index.keyword.schema import known_damage, mark_damaged
 from oaken.index.parse_pool import ParsePool, Parts
 from oaken.store import Change, MessageMeta, Store
 
@@ -155,6 +156,9 @@ def _live_writer(data_dir: Path, store: Store) -> keyword.KeywordWriter | str | 
     path = keyword.index_path(data_dir)
     if not path.exists():
         return None
+    known = known_damage(path)  # found by `oaken status` or another process's check since
+    if known is not None:
+        return f"damaged ({known})"
     try:
         writer = keyword.KeywordWriter(data_dir)
     except IndexUnavailable as e:
@@ -170,6 +174,7 @@ def _live_writer(data_dir: Path, store: Store) -> keyword.KeywordWriter | str | 
             found = writer.damage()
             if found is not None:
                 writer.close()
+                mark_damaged(path, found)  # searches say so until the rebuilt index.db is swapped in
                 return f"damaged ({found})"
             _SOUND.add(identity)
         # raw.db was replaced (what the index holds is not its mail), or another chunker made its

@@ -15,7 +15,8 @@ from oaken.errors import QueryError
 from oaken.index.keyword.filters import filter_sql, subject_terms
 from oaken.index.keyword.records import (SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_OPEN, KeywordChunkHit,
                                          KeywordFilters, KeywordMessageHit, StoredChunk, quote)
-from oaken.index.keyword.schema import COLUMNS, check_version, classify, connect, index_path, unavailable
+from oaken.index.keyword.schema import (COLUMNS, check_version, classify, connect, index_path, known_damage,
+                                        unavailable)
 
 
 def _match_cols(api: apsw.FTS5ExtensionApi, *args: object) -> str:
@@ -57,6 +58,9 @@ class KeywordIndex:
         self._bm25 = f"bm25(fts, {', '.join(repr(float(w)) for w in self.weights)})"
         if not self.path.exists():
             raise unavailable(self.path, "missing", "no file")
+        found = known_damage(self.path)
+        if found is not None:  # a quick_check (status, reindex) found it damaged: no answer as if whole
+            raise unavailable(self.path, "corrupt", found)
         try:
             try:
                 self.db = connect(self.path, write=False, busy_ms=busy_ms)

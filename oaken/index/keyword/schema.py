@@ -144,6 +144,32 @@ def check_version(db: apsw.Connection, path: Path) -> None:
         raise unavailable(path, "stale", f"schema {row[0] if row else None}, expected {SCHEMA_VERSION}")
 
 
+DAMAGED_SUFFIX = ".damaged"  # beside the file index.db links to: what a quick_check found wrong in it
+
+
+def mark_damaged(path: Path, found: str) -> None:
+    """Remember that quick_check found this index.db damaged, so that every search says so until
+    it is rebuilt (a search does not run the check: 0.2 s or more). A rebuilt index.db is another
+    file, without the mark."""
+    import os
+
+    try:
+        with open(os.path.realpath(path) + DAMAGED_SUFFIX, "w", encoding="utf-8") as f:
+            f.write(found)
+    except OSError:
+        pass  # a read-only or full disk: the next check finds the damage again
+
+
+def known_damage(path: Path) -> str | None:
+    import os
+
+    try:
+        with open(os.path.realpath(path) + DAMAGED_SUFFIX, encoding="utf-8") as f:
+            return f.read().strip() or "damaged"
+    except OSError:
+        return None
+
+
 def damage(db: apsw.Connection) -> str | None:
     """None when SQLite's quick_check finds index.db sound, else what it found, as one line.
 

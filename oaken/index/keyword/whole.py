@@ -16,9 +16,10 @@ import apsw
 
 from oaken.errors import IndexUnavailable
 from oaken.index.keyword.reader import KeywordIndex
-from oaken.index.keyword.schema import BUILD_PREFIX, classify, damage, index_path, unavailable
+from oaken.index.keyword.schema import (BUILD_PREFIX, DAMAGED_SUFFIX, classify, damage, index_path, mark_damaged,
+                                        unavailable)
 
-_COMPANIONS = ("-wal", "-shm", "-journal")
+_COMPANIONS = ("-wal", "-shm", "-journal", DAMAGED_SUFFIX)
 _SWAP_SUFFIX = ".swap"  # index.db.swap: the new link, renamed over index.db
 
 
@@ -36,6 +37,7 @@ def status(data_dir: Path) -> dict:
     try:
         found = damage(idx.db)
         if found is not None:
+            mark_damaged(path, found)
             return {"state": "corrupt", "messages": 0, "chunks": 0, "seq": 0, "path": str(path),
                     "problem": str(unavailable(path, "corrupt", found))}
         messages, chunks = idx.counts()
