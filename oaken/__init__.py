@@ -16,7 +16,15 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _API = {
-    "import_mail", "set_triage", "status", "search", "open", "show", "sync", "reindex", "load_config",
+    "import_mail",
+    "set_triage",
+    "status",
+    "search",
+    "open",
+    "show",
+    "sync",
+    "reindex",
+    "load_config",
 }
 
 

@@ -27,8 +27,13 @@ def open_raw(config: Config) -> Store:
     return open_store(config_mod.ensure_data_dir(config))
 
 
-def import_mail(paths: Sequence[str | Path], *, account: str | None = None, config: Config | None = None,
-                progress: Callable[[int], None] | None = None) -> ImportReport:
+def import_mail(
+    paths: Sequence[str | Path],
+    *,
+    account: str | None = None,
+    config: Config | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
     """Import Maildir folders, mbox files or folders of message files into raw.db."""
     cfg = _cfg(config)
     name = cfg.account(account) or "local"
@@ -36,16 +41,23 @@ def import_mail(paths: Sequence[str | Path], *, account: str | None = None, conf
         return import_paths(store, name, [Path(p).expanduser() for p in paths], progress=progress)
 
 
-def set_triage(message: int, *, category: str | None = None, priority: int | None = None,
-               disposition: str | None = None, config: Config | None = None) -> Triage:
+def set_triage(
+    message: int,
+    *,
+    category: str | None = None,
+    priority: int | None = None,
+    disposition: str | None = None,
+    config: Config | None = None,
+) -> Triage:
     """Write a message's triage (an external classifier calls this too). Only raw.db is written:
     the next search sees it at once (raw.db decides disposition, category and priority; what the
     indexes copied is trusted only for messages unchanged since), and a running daemon brings
     index.db and vectors/ up to it within about a second."""
     cfg = _cfg(config)
     with open_raw(cfg) as store, store.transaction():
-        return store.set_triage(message, categories=cfg.triage.categories, category=category,
-                                priority=priority, disposition=disposition)
+        return store.set_triage(
+            message, categories=cfg.triage.categories, category=category, priority=priority, disposition=disposition
+        )
 
 
 def status(*, config: Config | None = None) -> dict[str, Any]:
@@ -57,9 +69,7 @@ def status(*, config: Config | None = None) -> dict[str, Any]:
     else:
         with open_raw(cfg) as store:
             out = store.status()
-            out["problem_messages"] = [
-                {"id": i, "subject": s, "problem": p} for i, s, p in store.problem_messages()
-            ]
+            out["problem_messages"] = [{"id": i, "subject": s, "problem": p} for i, s, p in store.problem_messages()]
         out["data_dir"] = str(data_dir)
     out["index"] = _index_status(cfg)
     out["vectors"] = _vector_status(cfg)

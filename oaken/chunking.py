@@ -83,8 +83,12 @@ def _guess(text: str) -> int | None:
     if not n:
         return 0
     chars = len("".join(units))
-    if (text.isascii() and chars <= 6 * n and text.count(" ") * 3 + 3 >= n
-            and len(text) - len(text.translate(_NO_DIGITS)) <= 0.2 * chars):
+    if (
+        text.isascii()
+        and chars <= 6 * n
+        and text.count(" ") * 3 + 3 >= n
+        and len(text) - len(text.translate(_NO_DIGITS)) <= 0.2 * chars
+    ):
         return n + max(0, chars - 4 * n) // 2
     return None
 
@@ -157,7 +161,7 @@ def _split_words(s: _Piece, target: int, limit: int) -> list[_Piece]:
     step = max(1, int(min(target * n / max(1, s.expected), limit * n / max(1, s.bound))))
     out: list[_Piece] = []
     for i in range(0, len(words), step):
-        w = _piece(" ".join(words[i:i + step]))
+        w = _piece(" ".join(words[i : i + step]))
         if w.expected <= target and w.bound <= limit:
             out.append(w)
         elif w.exact:
@@ -166,7 +170,7 @@ def _split_words(s: _Piece, target: int, limit: int) -> list[_Piece]:
             out.extend(_split_words(w, target, limit))
         else:  # one long 'word': cut by characters
             width = max(1, len(w.text) * target // max(1, w.bound))
-            out.extend(_piece(w.text[j:j + width]) for j in range(0, len(w.text), width))
+            out.extend(_piece(w.text[j : j + width]) for j in range(0, len(w.text), width))
     return out
 
 
@@ -175,8 +179,10 @@ def _split_exact(text: str, target: int) -> list[_Piece]:
     tok = _tokenizer()
     if tok is None:
         width = max(1, target)  # count_tokens' bound is a character count
-        return [_Piece(text[i:i + width], len(text[i:i + width]), len(text[i:i + width]), True)
-                for i in range(0, len(text), width)]
+        return [
+            _Piece(text[i : i + width], len(text[i : i + width]), len(text[i : i + width]), True)
+            for i in range(0, len(text), width)
+        ]
     offsets = tok.encode(text, add_special_tokens=False).offsets  # type: ignore[attr-defined]
     out: list[_Piece] = []
     start_tok = 0
@@ -258,7 +264,7 @@ def _rough(text: str) -> _Piece:
 def _split_rough(p: _Piece, target: int) -> list[_Piece]:
     words = p.text.split(" ")
     step = max(1, int(len(words) * target / max(1, p.expected)))
-    return [_rough(" ".join(words[i:i + step])) for i in range(0, len(words), step)]
+    return [_rough(" ".join(words[i : i + step])) for i in range(0, len(words), step)]
 
 
 def chunk(message: ParsedMessage, config: IndexConfig = IndexConfig(), *, subject: str | None = None) -> list[Chunk]:
@@ -266,7 +272,7 @@ def chunk(message: ParsedMessage, config: IndexConfig = IndexConfig(), *, subjec
     context = (message.subject if subject is None else subject).strip()
     ctx_tokens, _ = estimate(context) if context else (0, True)
     if ctx_tokens > MAX_CONTEXT_TOKENS:
-        context = " ".join(context.split()[:MAX_CONTEXT_TOKENS // 2])
+        context = " ".join(context.split()[: MAX_CONTEXT_TOKENS // 2])
         ctx_tokens = count_tokens(context)
     room = config.chunk_max_tokens - SPECIAL_TOKENS - ctx_tokens
     target = max(16, min(config.chunk_target_tokens - ctx_tokens, room // 2))

@@ -21,12 +21,14 @@ if TYPE_CHECKING:
 
 # ---- argument parsing ----------------------------------------------------------------------
 
+
 class _Formatter(argparse.HelpFormatter):
     """argparse's formatter, told the width so that it does not import shutil to ask (a cold search
     builds one per option)."""
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
         from oaken.search.render import terminal_columns
 
         super().__init__(prog, indent_increment, max_help_position, width or terminal_columns() - 2)
@@ -52,10 +54,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     if only in (None, "init"):
         s = sub.add_parser("init", help="write a starting config file, or add an account to it")
-        s.add_argument("--force", action="store_true",
-                       help="start a new file even if one exists (the old one is kept beside it as .bak)")
-        s.add_argument("--account", help="name of the account to add (default: main); an existing config "
-                                         "file keeps its accounts and settings and gains this one")
+        s.add_argument(
+            "--force",
+            action="store_true",
+            help="start a new file even if one exists (the old one is kept beside it as .bak)",
+        )
+        s.add_argument(
+            "--account",
+            help="name of the account to add (default: main); an existing config "
+            "file keeps its accounts and settings and gains this one",
+        )
         s.add_argument("--host")
         s.add_argument("--port", type=int)
         s.add_argument("--username")
@@ -76,11 +84,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if only in (None, "triage"):
         s = sub.add_parser("triage", help="set a message's category, priority or disposition")
         s.add_argument("id", type=int)
-        s.add_argument("--category", help="one of [triage] categories in the config (default: work, personal, "
-                                          "finance, travel, shopping, newsletters, notifications, social)")
+        s.add_argument(
+            "--category",
+            help="one of [triage] categories in the config (default: work, personal, "
+            "finance, travel, shopping, newsletters, notifications, social)",
+        )
         s.add_argument("--priority", type=int, help="0-3, 3 the most urgent")
-        s.add_argument("--disposition", choices=["inbox", "archived", "discarded"],
-                       help="discarded mail is left out of searches unless in: names it")
+        s.add_argument(
+            "--disposition",
+            choices=["inbox", "archived", "discarded"],
+            help="discarded mail is left out of searches unless in: names it",
+        )
         s.add_argument("--json", action="store_true")
 
     if only in (None, "show"):
@@ -97,8 +111,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         mode.add_argument("--daemon", action="store_true", help="keep syncing, indexing and answering searches")
         s.add_argument("--account")
         s.add_argument("--no-index", action="store_true", help="do not index after syncing")
-        s.add_argument("--print-unit", action="store_true",
-                       help="print a systemd user unit that runs this oaken's daemon, and exit")
+        s.add_argument(
+            "--print-unit",
+            action="store_true",
+            help="print a systemd user unit that runs this oaken's daemon, and exit",
+        )
 
     if only in (None, "reindex"):
         s = sub.add_parser("reindex", help="bring index.db and the vectors up to date")
@@ -107,22 +124,32 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         s.add_argument("--json", action="store_true")
 
     if only in (None, "search"):
-        s = sub.add_parser("search", help="search mail: words, \"phrases\", -exclusions, from: after: label: ...",
-                           epilog="A word starting with - looks like an option to the shell's argument parser: "
-                                  "put -- before the query (oaken search -- invoice -draft) or quote it whole.")
-        s.add_argument("query", nargs="*", help="words, \"phrases\", -exclusions and operators "
-                                                     "(README.md, \"Search\")")
+        s = sub.add_parser(
+            "search",
+            help='search mail: words, "phrases", -exclusions, from: after: label: ...',
+            epilog="A word starting with - looks like an option to the shell's argument parser: "
+            "put -- before the query (oaken search -- invoice -draft) or quote it whole.",
+        )
+        s.add_argument("query", nargs="*", help='words, "phrases", -exclusions and operators (README.md, "Search")')
         s.add_argument("--account")
         s.add_argument("--limit", type=int, default=10)
         s.add_argument("--offset", type=int, default=0)
         s.add_argument("--sort", choices=["relevance", "date"], default="relevance")
         s.add_argument("--thread", type=int)
-        s.add_argument("--format", choices=["text", "json", "jsonl", "ids"], default="text",
-                       help="text (a table), json (the whole response), jsonl (a hit a line) or ids "
-                            "(a message id a line); docs/cli.md describes each, with format_version")
+        s.add_argument(
+            "--format",
+            choices=["text", "json", "jsonl", "ids"],
+            default="text",
+            help="text (a table), json (the whole response), jsonl (a hit a line) or ids "
+            "(a message id a line); docs/cli.md describes each, with format_version",
+        )
         s.add_argument("--json", action="store_true", help="the same as --format json")
-        s.add_argument("--color", choices=["auto", "always", "never"], default="auto",
-                       help="bold matches and subjects: auto means on a terminal unless NO_COLOR is set")
+        s.add_argument(
+            "--color",
+            choices=["auto", "always", "never"],
+            default="auto",
+            help="bold matches and subjects: auto means on a terminal unless NO_COLOR is set",
+        )
         s.add_argument("--explain", action="store_true")
         s.add_argument("--no-daemon", action="store_true", help="search in this process even if a daemon runs")
     return p
@@ -193,7 +220,7 @@ def _unrecognized(args: argparse.Namespace, extra: list[str], argv: list[str]) -
     if args.command == "search" and any(a.startswith("-") and not a.startswith("--") for a in extra):
         # `oaken search virus -outlook`: the exclusion was taken for an option
         words = set(args.query) | set(extra)
-        after = argv[argv.index("search") + 1:]
+        after = argv[argv.index("search") + 1 :]
         query = " ".join(a for a in after if a in words)
         message += f"; a query with -exclusions goes after --: oaken search -- {query}"
     return UsageError(message, args.command)
@@ -207,8 +234,10 @@ def _sqlite_failure(e: Exception) -> str:
     if error is not None:
         return str(error)
     if isinstance(e, DAMAGE):
-        return (f"a SQLite file other than raw.db cannot be read ({e}); the indexes are built from raw.db: "
-                "`oaken reindex --rebuild` makes them again")
+        return (
+            f"a SQLite file other than raw.db cannot be read ({e}); the indexes are built from raw.db: "
+            "`oaken reindex --rebuild` makes them again"
+        )
     return f"SQLite: {type(e).__name__}: {e}"
 
 

@@ -40,18 +40,26 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     path = Path(args.config) if args.config else config_mod.config_path()
     if not args.host and (args.account or args.username or args.port or args.password_command):
-        raise UsageError("--account, --username, --port and --password-command describe an account: "
-                         "give its --host too", "init")
+        raise UsageError(
+            "--account, --username, --port and --password-command describe an account: give its --host too", "init"
+        )
     if not args.host and sys.stdin.isatty() and sys.stdout.isatty():
         _ask_account(args)  # a person at a terminal is asked; a script gets the note below
     name = args.account or "main"
-    account = config_writer.account_table(args.host, args.username or "", tls=args.tls, port=args.port,
-                                          password_command=args.password_command) if args.host else None
+    account = (
+        config_writer.account_table(
+            args.host, args.username or "", tls=args.tls, port=args.port, password_command=args.password_command
+        )
+        if args.host
+        else None
+    )
     try:
         if path.exists() and not args.force and account is not None:
             added = config_writer.add_account(path, name, account)
-            print(f"added account {name!r} to {path}; accounts: {', '.join(added.accounts)}; "
-                  f"default_account: {added.default_account or 'none'}")
+            print(
+                f"added account {name!r} to {path}; accounts: {', '.join(added.accounts)}; "
+                f"default_account: {added.default_account or 'none'}"
+            )
             return 0
         written = config_writer.start(path, name, account, force=args.force)
     except ConfigError as e:  # what init was asked cannot be written: said as init's usage error
@@ -60,8 +68,10 @@ def cmd_init(args: argparse.Namespace) -> int:
     if written.backup is not None:
         print(f"the file it replaced, {written.replaced}, is now {written.backup}")
     if account is None:
-        print("it has no IMAP account yet: `oaken import PATH` works now (Maildir, mbox, .eml); to sync, "
-              f"`oaken init --host HOST --username USER` adds an account to {path}")
+        print(
+            "it has no IMAP account yet: `oaken import PATH` works now (Maildir, mbox, .eml); to sync, "
+            f"`oaken init --host HOST --username USER` adds an account to {path}"
+        )
     return 0
 
 
@@ -103,22 +113,26 @@ def cmd_import(args: argparse.Namespace) -> int:
         index_update(n)
 
     try:
-        result = box.import_mail(paths, account=args.account, index=not args.no_index, progress=update,
-                                 index_progress=index_progress)
+        result = box.import_mail(
+            paths, account=args.account, index=not args.no_index, progress=update, index_progress=index_progress
+        )
     finally:
         close()
         index_close()
     report = result.stored
     if args.json:
-        print(to_json({**as_dict(report), "index": {"error": result.index_error} if result.index_error
-                     else result.index}))
+        print(
+            to_json({**as_dict(report), "index": {"error": result.index_error} if result.index_error else result.index})
+        )
     else:
         model = box.config.embedder.model
         if result.index is not None and model != "none" and not extras.vectors_missing(model):
             print("keyword index up to date; `oaken reindex` (or a running `oaken sync --daemon`) embeds the new mail")
-        print(f"{report.seen} messages read, {report.added} new, {report.new_locations} now also in another folder, "
-              f"{report.with_problems} with parse problems (stored raw, findable by their headers), "
-              f"{len(report.skipped)} files skipped")
+        print(
+            f"{report.seen} messages read, {report.added} new, {report.new_locations} now also in another folder, "
+            f"{report.with_problems} with parse problems (stored raw, findable by their headers), "
+            f"{len(report.skipped)} files skipped"
+        )
         for s_ in report.skipped[:20]:
             print(f"  skipped {s_}")
         if len(report.skipped) > 20:
@@ -142,8 +156,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     print(f"messages: {data['messages']}")
     for name, acc in data.get("accounts", {}).items():
-        print(f"account {name}: {acc['messages']} messages, {acc['unread']} unread, "
-              f"{acc['with_problems']} with parse problems, {acc['bytes'] / 1e6:.1f} MB")
+        print(
+            f"account {name}: {acc['messages']} messages, {acc['unread']} unread, "
+            f"{acc['with_problems']} with parse problems, {acc['bytes'] / 1e6:.1f} MB"
+        )
         for fname, f in acc["folders"].items():
             print(f"  {fname}: {f['messages']}")
     for f in data.get("problem_messages", [])[:10]:
@@ -160,6 +176,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _fields(values: dict[str, Any]) -> str:
     """`key value, key value`; a nested table in parentheses, a missing value as "none"."""
+
     def text(v: Any) -> str:
         if isinstance(v, dict):
             return "(" + _fields(v) + ")"
@@ -171,11 +188,15 @@ def _fields(values: dict[str, Any]) -> str:
 def cmd_triage(args: argparse.Namespace) -> int:
     if args.category is None and args.priority is None and args.disposition is None:
         raise UsageError("give at least one of --category, --priority, --disposition", "triage")
-    result = _mailbox(args).triage(args.id, category=args.category, priority=args.priority,
-                                   disposition=args.disposition)
-    print(to_json(result) if args.json else
-          f"{args.id}: category {_none(result.category)}, priority {_none(result.priority)}, "
-          f"disposition {_none(result.disposition)}")
+    result = _mailbox(args).triage(
+        args.id, category=args.category, priority=args.priority, disposition=args.disposition
+    )
+    print(
+        to_json(result)
+        if args.json
+        else f"{args.id}: category {_none(result.category)}, priority {_none(result.priority)}, "
+        f"disposition {_none(result.disposition)}"
+    )
     return 0
 
 
@@ -214,16 +235,22 @@ def cmd_sync(args: argparse.Namespace) -> int:
         return daemon.run(box.config, account=args.account, index=not args.no_index)
     bar = SyncBar()
     try:
-        result = box.sync(args.account, index=not args.no_index, progress=bar,
-                          retried=lambda why: print(f"oaken: {why}", file=sys.stderr))
+        result = box.sync(
+            args.account,
+            index=not args.no_index,
+            progress=bar,
+            retried=lambda why: print(f"oaken: {why}", file=sys.stderr),
+        )
     finally:
         bar.close()
     report = result.stored
     changed = [f for f in report.folders if not f.skipped]
-    print(f"{report.account}: {report.new} new, {sum(f.matched for f in changed)} matched again, "
-          f"{sum(f.flags for f in changed)} flag changes, {sum(f.expunged for f in changed)} expunged, "
-          f"{sum(f.pushed for f in changed)} local changes pushed; {report.skipped} of {len(report.folders)} "
-          f"folders unchanged; {report.seconds:.2f} s")
+    print(
+        f"{report.account}: {report.new} new, {sum(f.matched for f in changed)} matched again, "
+        f"{sum(f.flags for f in changed)} flag changes, {sum(f.expunged for f in changed)} expunged, "
+        f"{sum(f.pushed for f in changed)} local changes pushed; {report.skipped} of {len(report.folders)} "
+        f"folders unchanged; {report.seconds:.2f} s"
+    )
     for old, new in report.renamed:
         print(f"  folder renamed: {old} -> {new}")
     for name in report.deleted:
@@ -265,17 +292,23 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         vector_bar(n)
 
     try:
-        report = box.reindex(rebuild=args.rebuild, keyword_only=args.keyword_only, progress=keyword_progress,
-                             vector_progress=vector_progress)
+        report = box.reindex(
+            rebuild=args.rebuild,
+            keyword_only=args.keyword_only,
+            progress=keyword_progress,
+            vector_progress=vector_progress,
+        )
     finally:
         for done in bars:
             done()
     if args.json:
         print(to_json(report))
         return 0
-    print(f"{report.indexed} messages indexed ({report.chunks} chunks), {report.updated} updated in place, "
-          f"{report.deleted} removed, {report.problems} only partly readable (findable by their headers); "
-          f"{report.seconds:.1f} s" + (" (rebuilt)" if report.rebuilt else ""))
+    print(
+        f"{report.indexed} messages indexed ({report.chunks} chunks), {report.updated} updated in place, "
+        f"{report.deleted} removed, {report.problems} only partly readable (findable by their headers); "
+        f"{report.seconds:.1f} s" + (" (rebuilt)" if report.rebuilt else "")
+    )
     if report.rebuild_reason:
         print(f"index.db was built again from raw.db: {report.rebuild_reason}")
     vec = report.vectors
@@ -285,6 +318,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if vec and "error" in vec:
         print(f"vectors: not updated: {vec['error']}")
     elif vec:
-        print(f"vectors: {vec.get('embedded', 0)} chunks embedded, {vec.get('pending', 0)} pending "
-              f"({vec.get('model')}, {vec.get('seconds', 0):.1f} s)")
+        print(
+            f"vectors: {vec.get('embedded', 0)} chunks embedded, {vec.get('pending', 0)} pending "
+            f"({vec.get('model')}, {vec.get('seconds', 0):.1f} s)"
+        )
     return 0

@@ -65,8 +65,11 @@ def _progress_lines(total: int | None, desc: str, unit: str) -> tuple[Callable[[
 
     def say() -> None:
         of = f" of {total}" if total else ""
-        print(f"oaken: {desc}: {state['done']}{of} {unit} ({time.monotonic() - started:.0f} s)", file=sys.stderr,
-              flush=True)
+        print(
+            f"oaken: {desc}: {state['done']}{of} {unit} ({time.monotonic() - started:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def update(n: int) -> None:
         state["done"] += n

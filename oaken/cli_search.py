@@ -23,8 +23,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     from oaken.mailbox import Mailbox
 
     query = " ".join(args.query)
-    params = dict(limit=args.limit, offset=args.offset, account=args.account, thread=args.thread, sort=args.sort,
-                  explain=args.explain)
+    params = dict(
+        limit=args.limit,
+        offset=args.offset,
+        account=args.account,
+        thread=args.thread,
+        sort=args.sort,
+        explain=args.explain,
+    )
     # not cli_commands._config(): a search logs nothing, and structlog's import would double a cold
     # call's time. A config named on the command line is read whole, daemon or not (a bad one is
     # refused, rc 2), and only a daemon in the data directory it names may answer; without one, a
@@ -38,8 +44,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     for why in warned:
         print(f"oaken: warning: {why}", file=sys.stderr)
     if not by_daemon and not warned and not args.no_daemon and box.loads_model():
-        print("oaken: no search daemon is running, so this process loaded the model itself; "
-              "`oaken sync --daemon` keeps it loaded and answers faster", file=sys.stderr)
+        print(
+            "oaken: no search daemon is running, so this process loaded the model itself; "
+            "`oaken sync --daemon` keeps it loaded and answers faster",
+            file=sys.stderr,
+        )
     from oaken.search.client import View
 
     response = View(data)

@@ -21,7 +21,14 @@ from oaken.config_tables import build, check_keys, convert
 from oaken.errors import ConfigError
 
 DEFAULT_CATEGORIES = (
-    "work", "personal", "finance", "travel", "shopping", "newsletters", "notifications", "social",
+    "work",
+    "personal",
+    "finance",
+    "travel",
+    "shopping",
+    "newsletters",
+    "notifications",
+    "social",
 )
 DISPOSITIONS = ("inbox", "archived", "discarded")
 
@@ -95,9 +102,7 @@ class SearchConfig:
     # round floor that keeps the seven unrelated memos out of `virus` on real mail (README "Hybrid
     # search"); on the real dev questions it costs nothing now that it holds for lookups only
     # (hybrid R@10 0.702 at 0.26 and at 0.36). A model not named here has no floor.
-    vector_min_cosine: Mapping[str, float] = field(
-        default_factory=lambda: {"all-MiniLM-L6-v2": 0.36, "concept": 0.45}
-    )
+    vector_min_cosine: Mapping[str, float] = field(default_factory=lambda: {"all-MiniLM-L6-v2": 0.36, "concept": 0.45})
 
 
 @dataclass(frozen=True)
@@ -123,11 +128,16 @@ class IndexConfig:
 class EmbedderConfig:
     # the real model where the vectors extra is installed; "none" (keyword search) where it is not,
     # so a keyword-only install is not told on every search that it lacks what it never asked for
-    model: str = field(default_factory=lambda: _default_model(),
-                       metadata=_choice("all-MiniLM-L6-v2", "concept", "none"))
+    model: str = field(
+        default_factory=lambda: _default_model(), metadata=_choice("all-MiniLM-L6-v2", "concept", "none")
+    )
     # oaken.index.backends: "auto" takes the first that runs here and passes its fidelity check
-    backend: str = field(default="auto", metadata=_choice(
-        "auto", "torch", "torch-fp32", "torch-bf16", "onnx-fp32", "onnx-int8", "openvino", "openvino-int8"))
+    backend: str = field(
+        default="auto",
+        metadata=_choice(
+            "auto", "torch", "torch-fp32", "torch-bf16", "onnx-fp32", "onnx-int8", "openvino", "openvino-int8"
+        ),
+    )
     threads: int = 0  # 0: every core
     batch_size: int = 64
 
@@ -272,23 +282,21 @@ def _is_loopback(host: str) -> bool:
 
 def _check_account(source: str, where: str, a: AccountConfig) -> None:
     if not a.host:
-        raise ConfigError(f"{source}: {where} host: required, e.g. host = \"imap.example.com\"")
+        raise ConfigError(f'{source}: {where} host: required, e.g. host = "imap.example.com"')
     if not a.username:
         raise ConfigError(f"{source}: {where} username: required")
     if a.port > 65535:
         raise ConfigError(f"{source}: {where} port: expected 1-65535, got {a.port}")
     if a.tls == "none" and not (a.allow_plaintext or _is_loopback(a.host)):
         raise ConfigError(
-            f"{source}: {where} tls: \"none\" sends the password in the clear to {a.host}; "
-            "use \"implicit\" or \"starttls\", or set allow_plaintext = true if you mean it"
+            f'{source}: {where} tls: "none" sends the password in the clear to {a.host}; '
+            'use "implicit" or "starttls", or set allow_plaintext = true if you mean it'
         )
     secrets = [k for k in ("password", "password_command", "password_env", "password_file") if getattr(a, k)]
     if len(secrets) > 1:
         raise ConfigError(f"{source}: {where}: give one of {', '.join(secrets)}, not several")
     if a.auth == "password" and not secrets:
-        raise ConfigError(
-            f"{source}: {where}: no password source; set password_command, password_env or password_file"
-        )
+        raise ConfigError(f"{source}: {where}: no password source; set password_command, password_env or password_file")
     if a.auth in ("xoauth2", "oauthbearer") and not a.oauth2_token_command:
         raise ConfigError(f"{source}: {where} oauth2_token_command: required when auth = {a.auth!r}")
     if a.batch_size == 0:
@@ -298,8 +306,7 @@ def _check_account(source: str, where: str, a: AccountConfig) -> None:
 def _check_config(source: str, c: Config) -> None:
     if c.default_account is not None and c.accounts and c.default_account not in c.accounts:
         raise ConfigError(
-            f"{source}: default_account: {c.default_account!r} is not one of the accounts "
-            f"({', '.join(c.accounts)})"
+            f"{source}: default_account: {c.default_account!r} is not one of the accounts ({', '.join(c.accounts)})"
         )
     s = c.search
     if s.llm_rewrite and not s.rewrite_command:
@@ -310,8 +317,9 @@ def _check_config(source: str, c: Config) -> None:
         raise ConfigError(f"{source}: [search] keyword_partial_weight: expected 0 to 1, got {s.keyword_partial_weight}")
     for model, cosine in s.vector_min_cosine.items():
         if not -1.0 <= cosine <= 1.0:
-            raise ConfigError(f"{source}: [search.vector_min_cosine] {model!r}: expected a cosine from -1 to 1, "
-                              f"got {cosine}")
+            raise ConfigError(
+                f"{source}: [search.vector_min_cosine] {model!r}: expected a cosine from -1 to 1, got {cosine}"
+            )
     if s.rrf_k == 0 or s.overfetch == 0 or s.max_candidates == 0:
         raise ConfigError(f"{source}: [search] rrf_k, overfetch and max_candidates must be 1 or more")
     i = c.index
@@ -324,8 +332,9 @@ def _check_config(source: str, c: Config) -> None:
     if not c.triage.categories:
         raise ConfigError(f"{source}: [triage] categories: expected at least one category")
     if c.daemon.no_idle_poll_seconds < 1.0:
-        raise ConfigError(f"{source}: [daemon] no_idle_poll_seconds: expected 1 or more, "
-                          f"got {c.daemon.no_idle_poll_seconds}")
+        raise ConfigError(
+            f"{source}: [daemon] no_idle_poll_seconds: expected 1 or more, got {c.daemon.no_idle_poll_seconds}"
+        )
 
 
 def _check_secret_file_mode(path: Path, config: Config) -> None:
@@ -335,8 +344,7 @@ def _check_secret_file_mode(path: Path, config: Config) -> None:
     mode = path.stat().st_mode
     if mode & (stat.S_IRWXG | stat.S_IRWXO) and any(a.password for a in config.accounts.values()):
         raise ConfigError(
-            f"{path}: holds a password but is readable by others (mode {stat.S_IMODE(mode):o}); "
-            f"run: chmod 600 {path}"
+            f"{path}: holds a password but is readable by others (mode {stat.S_IMODE(mode):o}); run: chmod 600 {path}"
         )
 
 
@@ -345,8 +353,11 @@ def to_dict(config: Config) -> dict[str, Any]:
 
     def clean(obj: Any) -> Any:
         if dataclasses.is_dataclass(obj):
-            return {f.name: clean(getattr(obj, f.name)) for f in fields(obj)
-                    if getattr(obj, f.name) is not None and f.name not in ("name", "source")}
+            return {
+                f.name: clean(getattr(obj, f.name))
+                for f in fields(obj)
+                if getattr(obj, f.name) is not None and f.name not in ("name", "source")
+            }
         if isinstance(obj, Mapping):
             return {k: clean(v) for k, v in obj.items() if v is not None}
         if isinstance(obj, tuple):

@@ -22,8 +22,14 @@ class Written:
     replaced: str | None = None  # what that file held, in words
 
 
-def account_table(host: str, username: str = "", *, tls: str = "implicit", port: int | None = None,
-                  password_command: str | None = None) -> dict[str, Any]:
+def account_table(
+    host: str,
+    username: str = "",
+    *,
+    tls: str = "implicit",
+    port: int | None = None,
+    password_command: str | None = None,
+) -> dict[str, Any]:
     """One [accounts.NAME] table as `oaken init` writes it."""
     account: dict[str, Any] = {"host": host, "username": username, "tls": tls}
     if port:
@@ -37,8 +43,10 @@ def start(path: Path, name: str = "main", account: dict[str, Any] | None = None,
     """A new config: every setting at its default, and `account` as `name` if given. An existing
     file is refused unless `force`, and then kept beside it as .bak, never silently dropped."""
     if path.exists() and not force:
-        raise ConfigError(f"{path}: exists already; give --host and --username to add an account to it, "
-                          "or --force to start a new file (the old one is kept beside it as .bak)")
+        raise ConfigError(
+            f"{path}: exists already; give --host and --username to add an account to it, "
+            "or --force to start a new file (the old one is kept beside it as .bak)"
+        )
     data: dict[str, Any] = {"default_account": name, "accounts": {name: account}} if account is not None else {}
     config_mod.from_dict(data, source=str(path))  # refuse to write what we would not load back
     defaults = config_mod.to_dict(config_mod.Config())
@@ -64,8 +72,9 @@ def add_account(path: Path, name: str, account: dict[str, Any]) -> Written:
     if not isinstance(accounts, dict):
         raise ConfigError(f"{path}: accounts: expected tables [accounts.NAME], got {accounts!r}")
     if name in accounts:
-        raise ConfigError(f"{path}: has an account {name!r} already; pass another --account name, "
-                          "or edit that account in the file")
+        raise ConfigError(
+            f"{path}: has an account {name!r} already; pass another --account name, or edit that account in the file"
+        )
     if "default_account" not in data and len(accounts) <= 1:
         # with one account, commands used it without --account; they still do with two
         data["default_account"] = next(iter(accounts), name)

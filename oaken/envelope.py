@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from oaken.header_text import block_charset, clean, cp1252, decode, header_text
-from oaken.header_text import declared_charset, header_items, message_header  # noqa: F401 - re-exported
+from oaken.header_text import (  # noqa: F401 - re-exported
+    block_charset,
+    clean,
+    cp1252,
+    declared_charset,
+    decode,
+    header_items,
+    header_text,
+    message_header,
+)
 
 # The email package and hashlib are imported where they are used: raw.db's readers (a keyword
 # search) never parse headers, and those imports would double a cold `oaken search`.
@@ -111,7 +119,7 @@ def parse_date(value: object) -> int | None:
     if dt is None:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     try:
         return int(dt.timestamp())
     except (OverflowError, OSError, ValueError):
@@ -141,8 +149,10 @@ _HEADER = re.compile(rb"^([\x21-\x39\x3b-\x7e]+)[ \t]*:[ \t]*(.*)$", re.S)
 # from an IMAP server): its wanted headers are found by one regex scan instead of a loop per line.
 _PLAIN_BLOCK = re.compile(rb"[\x21-\x39\x3b-\x7e]+[ \t]*:[^\n]*(?:\n(?:[\x21-\x39\x3b-\x7e]+[ \t]*:|[ \t])[^\n]*)*")
 # after a newline (the block is read with one prepended): a literal first byte lets the scan skip
-_WANTED_HEADER = re.compile(rb"\n((?i:" + b"|".join(sorted(n.encode() for n in _WANTED)) + rb"))[ \t]*:"
-                            rb"([^\n]*(?:\n[ \t][^\n]*)*)")
+_WANTED_HEADER = re.compile(
+    rb"\n((?i:" + b"|".join(sorted(n.encode() for n in _WANTED)) + rb"))[ \t]*:"
+    rb"([^\n]*(?:\n[ \t][^\n]*)*)"
+)
 _NAMES: dict[bytes, str] = {}  # header names as written -> lower case
 
 
@@ -270,4 +280,4 @@ def read(raw: bytes) -> Envelope:
 
 
 def now() -> int:
-    return int(datetime.now(timezone.utc).timestamp())
+    return int(datetime.now(UTC).timestamp())

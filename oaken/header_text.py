@@ -25,8 +25,9 @@ _CP1252_TABLE: list[str] = []  # the decoding table, made on first use (0.5 ms: 
 
 def cp1252() -> str:
     if not _CP1252_TABLE:
-        _CP1252_TABLE.append("".join(chr(b) if b in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else bytes([b]).decode("cp1252")
-                                     for b in range(256)))
+        _CP1252_TABLE.append(
+            "".join(chr(b) if b in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else bytes([b]).decode("cp1252") for b in range(256))
+        )
     return _CP1252_TABLE[0]
 
 
@@ -34,7 +35,7 @@ def _cp1252_errors(err: UnicodeError) -> tuple[str, int]:
     """Decoding error handler: the bytes that are not UTF-8 read as cp1252 (UTF-8 kept where valid)."""
     if not isinstance(err, UnicodeDecodeError):
         raise err
-    return codecs.charmap_decode(err.object[err.start:err.end], "strict", cp1252())[0], err.end
+    return codecs.charmap_decode(err.object[err.start : err.end], "strict", cp1252())[0], err.end
 
 
 codecs.register_error("oaken.cp1252", _cp1252_errors)

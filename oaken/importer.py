@@ -186,12 +186,25 @@ def _incoming(item: Item, folder_id: int, report: ImportReport) -> Incoming | No
     if not raw or raw.isspace():  # not raw.strip(): that copies the message
         report.skipped.append(f"{item.source}: empty, nothing to store")
         return None
-    return Incoming(raw, envelope.content_hash(raw), envelope.read(raw), folder_id, flags=tuple(item.flags),
-                    internaldate=item.mtime, source=item.source)
+    return Incoming(
+        raw,
+        envelope.content_hash(raw),
+        envelope.read(raw),
+        folder_id,
+        flags=tuple(item.flags),
+        internaldate=item.mtime,
+        source=item.source,
+    )
 
 
-def import_paths(store: Store, account: str, paths: list[Path], *, batch_size: int = 500,
-                 progress: Callable[[int], None] | None = None) -> ImportReport:
+def import_paths(
+    store: Store,
+    account: str,
+    paths: list[Path],
+    *,
+    batch_size: int = 500,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
     """Import everything under `paths`; each batch is one transaction, so a kill loses only it."""
     logger = log.get("oaken.import")
     report = ImportReport()
@@ -255,8 +268,14 @@ def import_paths(store: Store, account: str, paths: list[Path], *, batch_size: i
         flush()
     for skipped in report.skipped:
         logger.warning("import.skipped", reason=skipped)
-    logger.info("import.done", account=account, seen=report.seen, added=report.added,
-                with_problems=report.with_problems, skipped=len(report.skipped))
+    logger.info(
+        "import.done",
+        account=account,
+        seen=report.seen,
+        added=report.added,
+        with_problems=report.with_problems,
+        skipped=len(report.skipped),
+    )
     return report
 
 

@@ -23,8 +23,7 @@ from functools import cached_property
 
 from oaken import envelope, quotes
 from oaken.mail_feed import MARK, MARK_RE, Reading, feed, read
-from oaken.mail_text import ENCODED, MAX_TEXT, cut, decode_part, html_start, simple_text
-from oaken.mail_text import html_to_text, tidy  # noqa: F401 - re-exported
+from oaken.mail_text import ENCODED, MAX_TEXT, cut, decode_part, html_start, html_to_text, simple_text, tidy  # noqa: F401 - re-exported
 
 logging.getLogger("mailparser").setLevel(logging.CRITICAL)  # it logs every part it does not handle
 
@@ -106,6 +105,7 @@ def _addresses(values: list[str]) -> list[tuple[str, str]]:
 
 # ---- parsing ---------------------------------------------------------------------------------
 
+
 def parse(raw: bytes) -> ParsedMessage:
     """Parse; on any failure return what could be read (headers at least) with `problem` set."""
     try:
@@ -119,8 +119,15 @@ def _headers(msg: Message) -> tuple[tuple[str, str], ...]:
     return envelope.header_items(msg)
 
 
-def _finish(headers: tuple[tuple[str, str], ...], text: str, from_html: bool, attachments: tuple[Attachment, ...],
-            defects: list[str], problem: str | None, forwarded: str = "") -> ParsedMessage:
+def _finish(
+    headers: tuple[tuple[str, str], ...],
+    text: str,
+    from_html: bool,
+    attachments: tuple[Attachment, ...],
+    defects: list[str],
+    problem: str | None,
+    forwarded: str = "",
+) -> ParsedMessage:
     text = cut(text)
     if len(text) > MAX_TEXT:
         text = text[:MAX_TEXT]
@@ -157,9 +164,9 @@ def _parse(raw: bytes, *, elide: bool = True) -> ParsedMessage:
     data = None
     if reading.body_start is not None:
         if simple is not None and str(msg.get("content-transfer-encoding", "")).lower() not in ENCODED:
-            data = memoryview(raw)[reading.body_start:]
+            data = memoryview(raw)[reading.body_start :]
         else:
-            msg.set_payload(raw[reading.body_start:].decode("ascii", "surrogateescape"))
+            msg.set_payload(raw[reading.body_start :].decode("ascii", "surrogateescape"))
     if simple is not None:
         ctype, charset = simple
         text, defect = decode_part(msg, charset, data)
@@ -173,8 +180,9 @@ def _parse(raw: bytes, *, elide: bool = True) -> ParsedMessage:
         return _parse(raw, elide=False)
 
 
-def _parse_mime(msg: Message, headers: tuple[tuple[str, str], ...], elided: dict[str, tuple[int, int]]
-                ) -> ParsedMessage:
+def _parse_mime(
+    msg: Message, headers: tuple[tuple[str, str], ...], elided: dict[str, tuple[int, int]]
+) -> ParsedMessage:
     import mailparser
 
     mp = mailparser.MailParser(message=msg)
@@ -193,11 +201,13 @@ def _parse_mime(msg: Message, headers: tuple[tuple[str, str], ...], elided: dict
                 listed.add(marks[0])
             else:  # a part listed with its children, flattened
                 size += sum(elided[m][1] for m in marks)
-        attachments.append(Attachment(
-            name=envelope.decode(a.get("filename") or ""),
-            content_type=str(a.get("mail_content_type") or "application/octet-stream").lower(),
-            size=size,
-        ))
+        attachments.append(
+            Attachment(
+                name=envelope.decode(a.get("filename") or ""),
+                content_type=str(a.get("mail_content_type") or "application/octet-stream").lower(),
+                size=size,
+            )
+        )
     if len(listed) != len(elided):
         raise _Unsure(set(elided) - listed)
     del mp  # it holds a copy of the text parts; read again in the one case its body is wanted
@@ -206,8 +216,7 @@ def _parse_mime(msg: Message, headers: tuple[tuple[str, str], ...], elided: dict
     if plain:
         return _finish(headers, "\n\n".join(plain), False, tuple(attachments), defects, None, fwd)
     if html:
-        return _finish(headers, "\n\n".join(html_start(h) for h in html), True, tuple(attachments), defects,
-                       None, fwd)
+        return _finish(headers, "\n\n".join(html_start(h) for h in html), True, tuple(attachments), defects, None, fwd)
     if fwd:
         return _finish(headers, "", False, tuple(attachments), defects, None, fwd)
     text = ""
@@ -279,8 +288,15 @@ def _fallback(raw: bytes, problem: str) -> ParsedMessage:
         headers = _headers(BytesHeaderParser(policy=compat32).parsebytes(raw))
     except (Exception, RecursionError):  # noqa: BLE001
         env = envelope.read(raw)
-        headers = tuple((k, v) for k, v in (("Subject", env.subject), ("From", env.sender_addr),
-                                             ("Message-ID", f"<{env.message_id}>" if env.message_id else "")) if v)
+        headers = tuple(
+            (k, v)
+            for k, v in (
+                ("Subject", env.subject),
+                ("From", env.sender_addr),
+                ("Message-ID", f"<{env.message_id}>" if env.message_id else ""),
+            )
+            if v
+        )
     text = ""
     if not envelope.looks_binary(raw):
         _, sep, rest = raw.replace(b"\r\n", b"\n").partition(b"\n\n")
@@ -288,5 +304,4 @@ def _fallback(raw: bytes, problem: str) -> ParsedMessage:
     try:
         return _finish(headers, text, False, (), [], problem)
     except (Exception, RecursionError):  # noqa: BLE001
-        return ParsedMessage(raw_headers=headers, body="", quoted="", signature="", from_html=False,
-                             problem=problem)
+        return ParsedMessage(raw_headers=headers, body="", quoted="", signature="", from_html=False, problem=problem)

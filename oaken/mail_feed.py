@@ -36,7 +36,7 @@ def feed(raw: bytes, swaps: list[tuple[int, int, bytes]] | None = None) -> Messa
     pos = 0
     for start, end, line in [*(swaps or ()), (len(raw), len(raw), b"")]:
         for i in range(pos, start, FEED):
-            parser.feed(raw[i:min(i + FEED, start)])
+            parser.feed(raw[i : min(i + FEED, start)])
         if line:
             parser.feed(line)
         pos = end
@@ -55,8 +55,11 @@ def long_runs(raw: bytes) -> list[tuple[int, int]]:
     while (blank := _BLANK.search(raw, pos)) is not None:
         start = blank.end()
         pos = blank.start() + 1
-        if raw[start:start + 1] in (b"", b"\r", b"\n") or raw.startswith(b"--", start) or \
-                _HEADER_LINE.match(raw, start):
+        if (
+            raw[start : start + 1] in (b"", b"\r", b"\n")
+            or raw.startswith(b"--", start)
+            or _HEADER_LINE.match(raw, start)
+        ):
             continue
         for dash, at in dashes.items():
             if -1 < at < start or at == -2:
@@ -95,9 +98,9 @@ def read(raw: bytes) -> Reading:
     swaps: list[tuple[int, int, bytes]] = []
     originals: dict[str, tuple[int, int]] = {}  # marker -> the run less its last line end
     for n, (start, end) in enumerate(runs):
-        eol = 2 if raw[end - 2:end] == b"\r\n" else 1  # the same line end: the parser strips it the same way
+        eol = 2 if raw[end - 2 : end] == b"\r\n" else 1  # the same line end: the parser strips it the same way
         mark = f"{MARK}{n}x"
-        swaps.append((start, end, mark.encode() + raw[end - eol:end]))
+        swaps.append((start, end, mark.encode() + raw[end - eol : end]))
         originals[mark] = (start, end - eol)
     msg = feed(raw, swaps)
     slots: dict[tuple[int, str], tuple[Message, str, list[str]]] = {}  # where markers landed
@@ -111,8 +114,12 @@ def read(raw: bytes) -> Reading:
             if not isinstance(value, str) or MARK not in value:
                 continue
             marks = MARK_RE.findall(value)
-            if id(part) in status or seen.intersection(marks) or len(set(marks)) != len(marks) or \
-                    not originals.keys() >= set(marks):
+            if (
+                id(part) in status
+                or seen.intersection(marks)
+                or len(set(marks)) != len(marks)
+                or not originals.keys() >= set(marks)
+            ):
                 return Reading(feed(raw), {})
             seen.update(marks)
             slots[id(part), slot] = (part, slot, marks)
@@ -123,8 +130,13 @@ def read(raw: bytes) -> Reading:
         value = getattr(part, slot)
         start, end = originals[marks[0]]
         rest = _rest_of(raw, value, marks, originals) if part is msg and slot == "_payload" else None
-        if len(marks) == 1 and slot == "_payload" and value.strip() == marks[0] and _unread_attachment(part) \
-                and _ascii(raw, start, end):  # ASCII: mail-parser counts it as is
+        if (
+            len(marks) == 1
+            and slot == "_payload"
+            and value.strip() == marks[0]
+            and _unread_attachment(part)
+            and _ascii(raw, start, end)
+        ):  # ASCII: mail-parser counts it as is
             more = end - start - len(marks[0])
             reading.elided[marks[0]] = (more, more - raw.count(b"\r\n", start, end))
         elif rest is not None:
@@ -140,7 +152,7 @@ def read(raw: bytes) -> Reading:
 
 
 def _ascii(raw: bytes, start: int, end: int) -> bool:
-    return all(raw[i:min(i + FEED * 128, end)].isascii() for i in range(start, end, FEED * 128))
+    return all(raw[i : min(i + FEED * 128, end)].isascii() for i in range(start, end, FEED * 128))
 
 
 def _rest_of(raw: bytes, payload: str, marks: list[str], originals: dict[str, tuple[int, int]]) -> int | None:
@@ -156,8 +168,9 @@ def _unread_attachment(part: Message) -> bool:
     multipart or message type either: only a leaf type is written as it is read when mail-parser
     flattens a part that holds it (line ends as "\n")."""
     try:
-        if str(part.get("content-transfer-encoding", "")).strip().lower() != "base64" or \
-                part.get_content_maintype() in ("multipart", "message"):
+        if str(
+            part.get("content-transfer-encoding", "")
+        ).strip().lower() != "base64" or part.get_content_maintype() in ("multipart", "message"):
             return False
         disposition = part.get_content_disposition()
         named = bool(part.get_filename()) or disposition == "attachment"

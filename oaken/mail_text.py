@@ -10,10 +10,36 @@ import re
 from email.message import Message
 
 MAX_TEXT = 1_000_000  # characters of text kept per message; beyond this is rarely words
-_BLOCK = frozenset({
-    "p", "div", "br", "tr", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "blockquote", "pre", "hr", "ul",
-    "ol", "section", "article", "header", "footer", "dd", "dt", "dl", "center", "form",
-})
+_BLOCK = frozenset(
+    {
+        "p",
+        "div",
+        "br",
+        "tr",
+        "li",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "table",
+        "blockquote",
+        "pre",
+        "hr",
+        "ul",
+        "ol",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "dd",
+        "dt",
+        "dl",
+        "center",
+        "form",
+    }
+)
 _CELL = frozenset({"td", "th"})
 _DROP = ["script", "style", "head", "title", "noscript", "template", "svg"]
 _QP_SOFT = re.compile(r"=\r?\n")
@@ -108,16 +134,18 @@ def _ascii_inside(charset: str) -> bool:
     return name in ("ascii", "utf-8") or name.startswith(("iso8859-", "cp125"))
 
 
-def decode_part(part: Message, charset: str | None = None, data: memoryview | None = None
-                 ) -> tuple[str, str | None]:
+def decode_part(part: Message, charset: str | None = None, data: memoryview | None = None) -> tuple[str, str | None]:
     """A text part's payload as str; an unknown or wrong charset falls back without losing text.
     `data`: the part's bytes, when its transfer encoding is none and oaken.mail_feed left them out of it."""
     if data is not None:
         payload: bytes | memoryview = data
     else:
         text = part._payload  # read directly: get_payload() copies it whole to look for stray bytes
-        if isinstance(text, str) and text.isascii() and \
-                str(part.get("content-transfer-encoding", "")).lower() not in ENCODED:
+        if (
+            isinstance(text, str)
+            and text.isascii()
+            and str(part.get("content-transfer-encoding", "")).lower() not in ENCODED
+        ):
             charset = (charset or part.get_content_charset() or "us-ascii").lower()
             if _ascii_inside(charset):
                 return text, None  # what decoding gives, without two copies of a long text

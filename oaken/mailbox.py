@@ -55,8 +55,9 @@ class Mailbox:
     $OAKEN_HOME); `config` a Config or the path of a config file; neither: the user's config.
     `daemon=False` never asks a running daemon (as `oaken search --no-daemon`)."""
 
-    def __init__(self, home: str | Path | None = None, *, config: Config | str | Path | None = None,
-                 daemon: bool = True):
+    def __init__(
+        self, home: str | Path | None = None, *, config: Config | str | Path | None = None, daemon: bool = True
+    ):
         self._given = config
         self._home = Path(home).expanduser() if home is not None else None
         self._config: Config | None = None
@@ -87,8 +88,7 @@ class Mailbox:
 
     # ---- search ----------------------------------------------------------------------------------
 
-    def search(self, query: str = "", *, warn: Callable[[str], None] | None = None,
-               **filters: Any) -> SearchResponse:
+    def search(self, query: str = "", *, warn: Callable[[str], None] | None = None, **filters: Any) -> SearchResponse:
         """oaken.search's keyword arguments (limit, offset, account, thread, sender, after, before,
         labels, disposition, unread, categories, min_priority, sort, explain, retrievers). A running
         daemon answers when it can; `warn` hears why it did not when this process searched instead
@@ -102,8 +102,9 @@ class Mailbox:
 
         return engine.search(query, config=self.config, **filters)
 
-    def search_json(self, query: str = "", *, warn: Callable[[str], None] | None = None,
-                    **filters: Any) -> tuple[dict[str, Any], bool]:
+    def search_json(
+        self, query: str = "", *, warn: Callable[[str], None] | None = None, **filters: Any
+    ) -> tuple[dict[str, Any], bool]:
         """(the response as JSON-ready data, whether a daemon answered): the daemon's answer as it
         came, without building typed hits (the command's cold path), else this process's search."""
         answer = self._ask_daemon(query, filters, warn)
@@ -127,8 +128,9 @@ class Mailbox:
             return False
         return os.path.isdir(paths.vectors_dir(self.data_dir))
 
-    def _ask_daemon(self, query: str, filters: dict[str, Any], warn: Callable[[str], None] | None
-                    ) -> dict[str, Any] | None:
+    def _ask_daemon(
+        self, query: str, filters: dict[str, Any], warn: Callable[[str], None] | None
+    ) -> dict[str, Any] | None:
         if not self.daemon:
             return None
         from oaken.search import client
@@ -157,12 +159,12 @@ class Mailbox:
             thread = store.meta(id).thread  # NotFound names the id
         return self.search("", thread=thread, sort="date", limit=limit)
 
-    def triage(self, id: int, *, category: str | None = None, priority: int | None = None,
-               disposition: str | None = None) -> Triage:
+    def triage(
+        self, id: int, *, category: str | None = None, priority: int | None = None, disposition: str | None = None
+    ) -> Triage:
         from oaken import api
 
-        return api.set_triage(id, category=category, priority=priority, disposition=disposition,
-                              config=self.config)
+        return api.set_triage(id, category=category, priority=priority, disposition=disposition, config=self.config)
 
     def status(self) -> dict[str, Any]:
         from oaken import api
@@ -171,9 +173,15 @@ class Mailbox:
 
     # ---- bringing mail in ------------------------------------------------------------------------
 
-    def import_mail(self, paths: Sequence[str | Path], *, account: str | None = None, index: bool = True,
-                    progress: Callable[[int], None] | None = None,
-                    index_progress: Callable[[int], None] | None = None) -> Indexed:
+    def import_mail(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        account: str | None = None,
+        index: bool = True,
+        progress: Callable[[int], None] | None = None,
+        index_progress: Callable[[int], None] | None = None,
+    ) -> Indexed:
         """Import Maildir folders, mbox files or folders of message files; keyword-index what is new."""
         from oaken import api
 
@@ -182,8 +190,14 @@ class Mailbox:
             return Indexed(report)
         return self._keyword_index(report, index_progress)
 
-    def sync(self, account: str | None = None, *, index: bool = True, progress: Any = None,
-             retried: Callable[[str], None] | None = None) -> Indexed:
+    def sync(
+        self,
+        account: str | None = None,
+        *,
+        index: bool = True,
+        progress: Any = None,
+        retried: Callable[[str], None] | None = None,
+    ) -> Indexed:
         """One pass over an account's folders (`oaken sync --once`): a dropped link is resumed
         where it stopped (SYNC_ATTEMPTS in all; `retried` hears each); what changed is indexed."""
         from oaken.sync import runner
@@ -202,17 +216,22 @@ class Mailbox:
             return Indexed(report)
         return self._keyword_index(report, None, vectors=True)
 
-    def reindex(self, *, rebuild: bool = False, keyword_only: bool = False,
-                progress: Callable[[int], None] | None = None,
-                vector_progress: Callable[[int], None] | None = None) -> IndexReport:
+    def reindex(
+        self,
+        *,
+        rebuild: bool = False,
+        keyword_only: bool = False,
+        progress: Callable[[int], None] | None = None,
+        vector_progress: Callable[[int], None] | None = None,
+    ) -> IndexReport:
         """Bring both indexes up to date with raw.db; `rebuild` builds them again from it."""
         from oaken.index import indexer
 
-        return indexer.reindex(self.config, rebuild=rebuild, keyword_only=keyword_only, progress=progress,
-                               vector_progress=vector_progress)
+        return indexer.reindex(
+            self.config, rebuild=rebuild, keyword_only=keyword_only, progress=progress, vector_progress=vector_progress
+        )
 
-    def _keyword_index(self, stored: Any, progress: Callable[[int], None] | None, *,
-                       vectors: bool = False) -> Indexed:
+    def _keyword_index(self, stored: Any, progress: Callable[[int], None] | None, *, vectors: bool = False) -> Indexed:
         from oaken.errors import IndexUnavailable
 
         try:

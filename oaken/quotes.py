@@ -43,14 +43,27 @@ _SEPARATOR = re.compile(
 _HEADER_FROM = re.compile(r"^\s*\**(from|von|de|da|van|från|fra|od)\s*:\**\s*\S", re.I)
 _HEADER_NEXT = re.compile(
     r"^\s*\**(sent|date|to|subject|cc|gesendet|datum|an|betreff|envoyé|objet|à|enviado|fecha|para|asunto"
-    r"|inviato|oggetto|verzonden|onderwerp|skickat|ämne|sendt|emne)\s*:", re.I)
+    r"|inviato|oggetto|verzonden|onderwerp|skickat|ämne|sendt|emne)\s*:",
+    re.I,
+)
 # Lotus Notes: "Jeff Skilling@ECT on 10/03/2000 04:12 PM" then To:/cc:/Subject: lines
 _LOTUS = re.compile(r"^\s*\S.{0,160}\son\s+\d{1,2}/\d{1,2}/\d{2,4}\s+\d{1,2}:\d{2}(:\d{2})?\s*([ap]m)?\s*$", re.I)
 _RULE = re.compile(r"^\s*_{10,}\s*$")
 _SIGNATURE = re.compile(r"^--\s?$")
 # cheap substring tests first (a lowercased line): most lines and most messages hold none of these
-_ATTR_WORDS = ("wrote", "schrieb", "crit", "escribi", "scritto", "schreef", "skrev", "napisa", "kirjoitti",
-               "написал", "escreveu")
+_ATTR_WORDS = (
+    "wrote",
+    "schrieb",
+    "crit",
+    "escribi",
+    "scritto",
+    "schreef",
+    "skrev",
+    "napisa",
+    "kirjoitti",
+    "написал",
+    "escreveu",
+)
 _MARKERS = (*_ATTR_WORDS, "\n>", "--", "__", "forward", "weitergeleitet", "réexpédié", "reenviado")
 
 
@@ -78,7 +91,7 @@ def _is_header_block(lines: list[str], i: int) -> bool:
         return False
     if not _HEADER_FROM.match(line) and not (" on " in line and "/" in line and _LOTUS.match(line)):
         return False
-    return any(_HEADER_NEXT.match(nxt) for nxt in lines[i + 1:i + 4])
+    return any(_HEADER_NEXT.match(nxt) for nxt in lines[i + 1 : i + 4])
 
 
 def _next_content(lines: list[str], i: int) -> str:
@@ -107,8 +120,13 @@ def _attribution(lines: list[str], i: int, candidates: set[int]) -> int:
     line = lines[i]
     if i in candidates and _ATTRIBUTION.match(line):
         return 1
-    if i + 1 in candidates and i + 1 < len(lines) and line.strip() \
-            and not _ATTRIBUTION.match(lines[i + 1]) and _ATTRIBUTION.match(line + " " + lines[i + 1]):
+    if (
+        i + 1 in candidates
+        and i + 1 < len(lines)
+        and line.strip()
+        and not _ATTRIBUTION.match(lines[i + 1])
+        and _ATTRIBUTION.match(line + " " + lines[i + 1])
+    ):
         return 2
     return 0
 
@@ -135,15 +153,18 @@ def split(text: str) -> Split:
             continue
         span = _attribution(lines, i, candidates)
         if span:
-            quoted.extend(lines[i:i + span])
+            quoted.extend(lines[i : i + span])
             i += span
             if not _next_content(lines, i).lstrip().startswith(">"):
                 quoted.extend(lines[i:])  # top-posted reply: the rest is the quoted original
                 break
             in_sig = False
             continue
-        if (("--" in line or line.rstrip().endswith(":")) and _SEPARATOR.match(line)) or _is_header_block(lines, i) or (
-                "__" in line and _RULE.match(line) and i + 1 < n and _HEADER_FROM.match(_next_content(lines, i + 1))):
+        if (
+            (("--" in line or line.rstrip().endswith(":")) and _SEPARATOR.match(line))
+            or _is_header_block(lines, i)
+            or ("__" in line and _RULE.match(line) and i + 1 < n and _HEADER_FROM.match(_next_content(lines, i + 1)))
+        ):
             quoted.extend(lines[i:])
             break
         if line.startswith("--") and _SIGNATURE.match(line):

@@ -85,7 +85,18 @@ def open_message(id: int, *, peek: bool = False, config: Config | None = None) -
     text = text.replace("\r\n", "\n")  # IMAP delivers CRLF; a terminal wants LF
     sender = f"{meta.sender_name} <{meta.sender_addr}>" if meta.sender_name else meta.sender_addr
     return OpenedMessage(
-        id=id, message_id=meta.message_id, account=meta.account, folders=meta.folders, labels=after.labels,
-        subject=meta.subject, sender=sender, date=meta.date, headers=tuple(headers), text=text,
-        was_unread=meta.unread, unread=after.unread, queued=queued, raw=raw,
+        id=id,
+        message_id=meta.message_id,
+        account=meta.account,
+        folders=meta.folders,
+        labels=after.labels,
+        subject=meta.subject,
+        sender=sender,
+        date=meta.date,
+        headers=tuple(headers),
+        text=text,
+        was_unread=meta.unread,
+        unread=after.unread,
+        queued=queued,
+        raw=raw,
     )

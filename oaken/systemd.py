@@ -55,8 +55,12 @@ def executable() -> str:
 
 def unit(config: str | None = None, account: str | None = None) -> str:
     command = executable()
-    args = [*(["--config", os.path.abspath(config)] if config else []), "sync", "--daemon",
-            *(["--account", account] if account else [])]
+    args = [
+        *(["--config", os.path.abspath(config)] if config else []),
+        "sync",
+        "--daemon",
+        *(["--account", account] if account else []),
+    ]
     exec_start = command + " " + " ".join(shlex.quote(a) for a in args)
     home = os.environ.get("OAKEN_HOME")
     environment = f"Environment=OAKEN_HOME={os.path.abspath(home)}\n" if home else ""

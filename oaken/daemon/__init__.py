@@ -47,7 +47,7 @@ class DaemonLock:
         self.path = data_dir / LOCK_NAME
         self.fd: int | None = None
 
-    def acquire(self) -> "DaemonLock":
+    def acquire(self) -> DaemonLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -56,7 +56,8 @@ class DaemonLock:
             os.close(fd)
             raise AlreadyRunning(
                 f"another Oaken daemon (pid {pid}) already syncs {self.path.parent} (lock {self.path}); "
-                f"stop it first (`systemctl --user stop oaken-sync` or `kill {pid}`)") from None
+                f"stop it first (`systemctl --user stop oaken-sync` or `kill {pid}`)"
+            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
@@ -105,8 +106,12 @@ class Daemon:
             start_search_server(self.config, self.stop)
             if syncer.conn is not None:
                 self.watchers.watch(syncer.conn)  # IDLE threads, or polling on a server without IDLE
-            self.log.info("daemon started", pid=os.getpid(), data_dir=str(data_dir),
-                          idle_folders=list(self.config.daemon.idle_folders))
+            self.log.info(
+                "daemon started",
+                pid=os.getpid(),
+                data_dir=str(data_dir),
+                idle_folders=list(self.config.daemon.idle_folders),
+            )
             loop.run()
         finally:
             syncer.close()

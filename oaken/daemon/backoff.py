@@ -31,6 +31,6 @@ class Backoff:
         if self._since is not None and time.monotonic() - self._since >= self.settled:
             self.failures = 0
         self._since = None
-        delay = min(self.ceiling, self.base * 2 ** self.failures)
+        delay = min(self.ceiling, self.base * 2**self.failures)
         self.failures += 1
         return delay * random.uniform(0.85, 1.0)

@@ -44,7 +44,7 @@ class IndexWorker:
         self.thread = threading.Thread(target=self._loop, name="indexer", daemon=True)
         self._quiet_until = 0.0
 
-    def start(self) -> "IndexWorker":
+    def start(self) -> IndexWorker:
         self.thread.start()
         return self
 
@@ -73,8 +73,9 @@ class IndexWorker:
         try:
             return indexer.behind(self.config)
         except Exception as e:  # noqa: BLE001 - the pass it would start reports the fault
-            log.get("oaken.daemon").warning("cannot tell whether index.db is behind raw.db",
-                                            error=f"{type(e).__name__}: {e}")
+            log.get("oaken.daemon").warning(
+                "cannot tell whether index.db is behind raw.db", error=f"{type(e).__name__}: {e}"
+            )
             self._quiet_until = time.monotonic() + self.RETRY_SECONDS
             return False
 

@@ -19,8 +19,9 @@ def start_search_server(config: Config, stop_event: threading.Event) -> Any:
     try:
         server = SearchServer(config, stop_event).start()
     except OSError as e:
-        log.get("oaken.daemon").error("search socket not started; `oaken search` will search in its own process",
-                                      error=f"{type(e).__name__}: {e}")
+        log.get("oaken.daemon").error(
+            "search socket not started; `oaken search` will search in its own process", error=f"{type(e).__name__}: {e}"
+        )
         return None
 
     def warm() -> None:

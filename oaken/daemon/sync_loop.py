@@ -21,8 +21,16 @@ class SyncLoop:
     """Runs `syncer` until `stop` is set; a new connection is handed to `watchers`, and each stored
     batch or other change asks `indexer` (None: no indexing) for a pass."""
 
-    def __init__(self, config: Config, syncer: AccountSync, stop: threading.Event, wakeups: Wakeups,
-                 watchers: IdleWatchers, indexer: IndexWorker | None, log: Any):
+    def __init__(
+        self,
+        config: Config,
+        syncer: AccountSync,
+        stop: threading.Event,
+        wakeups: Wakeups,
+        watchers: IdleWatchers,
+        indexer: IndexWorker | None,
+        log: Any,
+    ):
         self.config = config
         self.syncer = syncer
         self.stop = stop
@@ -80,8 +88,9 @@ class SyncLoop:
                     continue
                 if self.indexer is not None and report.changed:
                     self.indexer.request()  # flags, expunges, folders: the filter fields change too
-                self.log.info("cycle", folders=len(report.folders), skipped=report.skipped, new=report.new,
-                              seconds=report.seconds)
+                self.log.info(
+                    "cycle", folders=len(report.folders), skipped=report.skipped, new=report.new, seconds=report.seconds
+                )
             until = next_full if not self.watchers.polled() else min(next_full, next_quick)
             self.wakeups.event.wait(timeout=max(0.0, min(PENDING_CHECK_SECONDS, until - time.monotonic())))
 

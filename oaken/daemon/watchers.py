@@ -42,8 +42,7 @@ class IdleWatchers:
     """Each IDLE folder is either watched by its own IDLE thread or, on a server without IDLE,
     polled by the sync loop every no_idle_poll_seconds (`polled()`)."""
 
-    def __init__(self, config: Config, account: AccountConfig, stop: threading.Event, wakeups: Wakeups,
-                 log: Any):
+    def __init__(self, config: Config, account: AccountConfig, stop: threading.Event, wakeups: Wakeups, log: Any):
         self.config = config
         self.account = account
         self.stop = stop
@@ -135,8 +134,9 @@ class IdleWatchers:
                 if self.stop.is_set():
                     return  # stopping: the daemon closed this connection under the IDLE, nothing was lost
                 delay = backoff.next()
-                self.log.warning("idle connection lost", folder=folder, error=f"{type(e).__name__}: {e}",
-                                 retry_in=round(delay, 2))
+                self.log.warning(
+                    "idle connection lost", folder=folder, error=f"{type(e).__name__}: {e}", retry_in=round(delay, 2)
+                )
                 conn = self._drop(conn)
                 self.stop.wait(delay)
 

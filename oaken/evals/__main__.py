@@ -1,9 +1,9 @@
 """`python -m oaken.evals retrieval|calibrate`: score keyword, vector and hybrid retrieval.
 
-    python -m oaken.evals retrieval [--messages N] [--seed S] [--live [--backend B]] [--imap] [--out DIR]
-    python -m oaken.evals retrieval --corpus DIR [--corpus DIR...] --questions FILE.jsonl [...] [--split dev|test|all]
-    python -m oaken.evals retrieval --real [--corpora DIR] [--split dev|test|all] [--live]
-    python -m oaken.evals calibrate [--messages N] [--tune-seed S] [--report-seed S] [--live]
+python -m oaken.evals retrieval [--messages N] [--seed S] [--live [--backend B]] [--imap] [--out DIR]
+python -m oaken.evals retrieval --corpus DIR [--corpus DIR...] --questions FILE.jsonl [...] [--split dev|test|all]
+python -m oaken.evals retrieval --real [--corpora DIR] [--split dev|test|all] [--live]
+python -m oaken.evals calibrate [--messages N] [--tune-seed S] [--report-seed S] [--live]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from oaken.errors import OakenError
 from oaken.evals import calibrate, harness, retrieval
 from oaken.evals.ingest import EvalError
 
+
 def default_out() -> Path:
     """The user's data folder, not the current directory (a clone's evals/results holds the
     figures the README quotes: pass --out evals/results to write there)."""
@@ -35,23 +36,53 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--messages", type=int, default=1000, help="synthetic mailbox size (default 1000)")
     r.add_argument("--seed", type=int, default=2, help="synthetic mailbox seed (default 2; 1 tunes)")
     r.add_argument("--live", action="store_true", help="the real all-MiniLM-L6-v2, not the concept embedder")
-    r.add_argument("--backend", default="auto", help="with --live: the [embedder] backend (default auto: the one "
-                                                     "Oaken picks here; torch for fp32); named in the result files")
+    r.add_argument(
+        "--backend",
+        default="auto",
+        help="with --live: the [embedder] backend (default auto: the one "
+        "Oaken picks here; torch for fp32); named in the result files",
+    )
     r.add_argument("--imap", action="store_true", help="serve the mailbox from a private Dovecot and sync it")
-    r.add_argument("--distractors", type=Path, action="append", default=[],
-                   help="with the synthetic mailbox: a folder of real mail imported beside it (repeatable)")
-    r.add_argument("--corpus", type=Path, action="append", default=[],
-                   help="a folder of real mail (Maildir, mbox or .eml files); repeated: one mailbox of all")
-    r.add_argument("--questions", type=Path, action="append", default=[],
-                   help="a question file (jsonl) over the corpus; repeatable")
-    r.add_argument("--real", action="store_true",
-                   help=f"the real-mail question set ({', '.join(REAL_CORPORA)} from --corpora, "
-                        "evals/questions/*.jsonl): one mailbox of all, the default config")
-    r.add_argument("--corpora", type=Path, default=None,
-                   help="with --real: the folder holding the corpora (default ../shared/corpora beside the repo, "
-                        "or $OAKEN_CORPORA)")
-    r.add_argument("--split", choices=("all", "dev", "test"), default="all",
-                   help="with a question file: ask one half (dev tunes, test reports; a fixed seed) or all")
+    r.add_argument(
+        "--distractors",
+        type=Path,
+        action="append",
+        default=[],
+        help="with the synthetic mailbox: a folder of real mail imported beside it (repeatable)",
+    )
+    r.add_argument(
+        "--corpus",
+        type=Path,
+        action="append",
+        default=[],
+        help="a folder of real mail (Maildir, mbox or .eml files); repeated: one mailbox of all",
+    )
+    r.add_argument(
+        "--questions",
+        type=Path,
+        action="append",
+        default=[],
+        help="a question file (jsonl) over the corpus; repeatable",
+    )
+    r.add_argument(
+        "--real",
+        action="store_true",
+        help=f"the real-mail question set ({', '.join(REAL_CORPORA)} from --corpora, "
+        "evals/questions/*.jsonl): one mailbox of all, the default config",
+    )
+    r.add_argument(
+        "--corpora",
+        type=Path,
+        default=None,
+        help="with --real: the folder holding the corpora (default ../shared/corpora beside the repo, "
+        "or $OAKEN_CORPORA)",
+    )
+    r.add_argument(
+        "--split",
+        choices=("all", "dev", "test"),
+        default="all",
+        help="with a question file: ask one half (dev tunes, test reports; a fixed seed) or all",
+    )
     r.add_argument("--out", type=Path, default=None, help="where results go (default: <data dir>/evals)")
     r.add_argument("--keep", type=Path, help="build the data here and keep it (default: a temp folder)")
     q = sub.add_parser("questions", help="check the real-mail question set: paraphrase overlap, the dev/test split")
@@ -61,9 +92,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--tune-seed", type=int, default=1)
     c.add_argument("--report-seed", type=int, default=2)
     c.add_argument("--live", action="store_true")
-    c.add_argument("--real", action="store_true",
-                   help="calibrate on the real-mail question set instead: the meaning floor (vector_min_cosine) "
-                        "and low_confidence_cosine tuned on its dev half, reported on its test half")
+    c.add_argument(
+        "--real",
+        action="store_true",
+        help="calibrate on the real-mail question set instead: the meaning floor (vector_min_cosine) "
+        "and low_confidence_cosine tuned on its dev half, reported on its test half",
+    )
     c.add_argument("--corpora", type=Path, default=None, help="with --real: the folder holding the corpora")
     c.add_argument("--keep", type=Path, help="build the data here and keep it (a second run reuses it)")
     c.add_argument("--out", type=Path, default=None, help="where results go (default: <data dir>/evals)")
@@ -80,8 +114,9 @@ def real_set(corpora: Path | None) -> tuple[list[Path], list[Path]]:
     dirs = [root / name for name in REAL_CORPORA]
     missing = [str(d) for d in dirs if not d.is_dir()]
     if missing:
-        raise EvalError(f"--real needs the real corpora; not found: {', '.join(missing)} "
-                        "(give --corpora DIR or set OAKEN_CORPORA)")
+        raise EvalError(
+            f"--real needs the real corpora; not found: {', '.join(missing)} (give --corpora DIR or set OAKEN_CORPORA)"
+        )
     files = sorted((REPO / "evals" / "questions").glob("*.jsonl"))
     if not files:
         raise EvalError(f"{REPO / 'evals' / 'questions'}: holds no question file (*.jsonl)")
@@ -96,13 +131,27 @@ def _retrieval(args: argparse.Namespace) -> int:
     if bool(args.corpus) != bool(args.questions):
         raise EvalError("--corpus and --questions go together: folders of mail and their question files")
     if args.corpus:
-        run = harness.corpus(args.corpus, args.questions, live=args.live, workdir=args.keep, backend=args.backend,
-                             split=args.split, name="real" if args.real else None)
+        run = harness.corpus(
+            args.corpus,
+            args.questions,
+            live=args.live,
+            workdir=args.keep,
+            backend=args.backend,
+            split=args.split,
+            name="real" if args.real else None,
+        )
     else:
         if args.split != "all":
             raise EvalError("--split halves a question file; the synthetic mailbox has its own seeds")
-        run = harness.synthetic(messages=args.messages, seed=args.seed, live=args.live, imap=args.imap,
-                                workdir=args.keep, backend=args.backend, distractors=args.distractors)
+        run = harness.synthetic(
+            messages=args.messages,
+            seed=args.seed,
+            live=args.live,
+            imap=args.imap,
+            workdir=args.keep,
+            backend=args.backend,
+            distractors=args.distractors,
+        )
     print(retrieval.answered_by(run.meta) + "\n")
     print(retrieval.table(run.scores))
     paths = retrieval.write(run.scores, run.rankings, args.out or default_out(), run.name, run.meta)
@@ -120,8 +169,10 @@ def _questions(args: argparse.Namespace) -> int:
     print(overlap.report(qs, found))
     over = [o for o in found if len(o.shared) > overlap.MAX_SHARED]
     if over:
-        print(f"{len(over)} paraphrases share more than {overlap.MAX_SHARED} content word with their mail",
-              file=sys.stderr)
+        print(
+            f"{len(over)} paraphrases share more than {overlap.MAX_SHARED} content word with their mail",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -145,18 +196,28 @@ def _calibrate_real(args: argparse.Namespace) -> int:
         cfg = calibrate.with_floor(cfg, floor.floor)
         tuned = calibrate.tune(dev, cfg)
         held_out = calibrate.report(test, cfg, tuned.threshold)
-    doc = {"questions": [str(f) for f in files], "corpora": [str(d) for d in dirs], "vectors": meta["vectors"],
-           "floor": {"tuned_on": "dev", "tuned": asdict(floor), "reported_on": "test", "reported": asdict(floor_test)},
-           "low_confidence": {"tuned_on": "dev", "tuned": asdict(tuned), "reported_on": "test",
-                              "reported": asdict(held_out)}}
+    doc = {
+        "questions": [str(f) for f in files],
+        "corpora": [str(d) for d in dirs],
+        "vectors": meta["vectors"],
+        "floor": {"tuned_on": "dev", "tuned": asdict(floor), "reported_on": "test", "reported": asdict(floor_test)},
+        "low_confidence": {
+            "tuned_on": "dev",
+            "tuned": asdict(tuned),
+            "reported_on": "test",
+            "reported": asdict(held_out),
+        },
+    }
     path = _save(args.out or default_out(), f"calibration-real-{'live' if args.live else 'concept'}.json", doc)
-    print(f"{tuned.model} ({retrieval.answered_by(meta)})\n"
-          f"vector_min_cosine = {floor.floor:.2f}: right answers lost on dev {floor.answer_lost:.0%}, "
-          f"test {floor_test.answer_lost:.0%} of paraphrases; hits for unanswerable dev {floor.unanswerable_hits:.1f}, "
-          f"test {floor_test.unanswerable_hits:.1f}\n"
-          f"low_confidence_cosine = {tuned.threshold:.3f}: dev unanswerable flagged {tuned.unanswerable_flagged:.0%}, "
-          f"answerable {tuned.answerable_flagged:.0%}; test unanswerable {held_out.unanswerable_flagged:.0%}, "
-          f"answerable {held_out.answerable_flagged:.0%}\nwritten: {path}")
+    print(
+        f"{tuned.model} ({retrieval.answered_by(meta)})\n"
+        f"vector_min_cosine = {floor.floor:.2f}: right answers lost on dev {floor.answer_lost:.0%}, "
+        f"test {floor_test.answer_lost:.0%} of paraphrases; hits for unanswerable dev {floor.unanswerable_hits:.1f}, "
+        f"test {floor_test.unanswerable_hits:.1f}\n"
+        f"low_confidence_cosine = {tuned.threshold:.3f}: dev unanswerable flagged {tuned.unanswerable_flagged:.0%}, "
+        f"answerable {tuned.answerable_flagged:.0%}; test unanswerable {held_out.unanswerable_flagged:.0%}, "
+        f"answerable {held_out.answerable_flagged:.0%}\nwritten: {path}"
+    )
     return 0
 
 
@@ -166,17 +227,23 @@ def _calibrate(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="oaken-cal-") as a, tempfile.TemporaryDirectory(prefix="oaken-cal-") as b:
         cfg, qs, _ = harness.prepare_synthetic(Path(a), messages=args.messages, seed=args.tune_seed, live=args.live)
         tuned = calibrate.tune(qs, cfg)
-        cfg2, qs2, _ = harness.prepare_synthetic(Path(b), messages=args.messages, seed=args.report_seed,
-                                                 live=args.live)
+        cfg2, qs2, _ = harness.prepare_synthetic(Path(b), messages=args.messages, seed=args.report_seed, live=args.live)
         held_out = calibrate.report(qs2, cfg2, tuned.threshold)
-    doc = {"tuned_on_seed": args.tune_seed, "tuned": asdict(tuned),
-           "reported_on_seed": args.report_seed, "reported": asdict(held_out), "messages": args.messages}
+    doc = {
+        "tuned_on_seed": args.tune_seed,
+        "tuned": asdict(tuned),
+        "reported_on_seed": args.report_seed,
+        "reported": asdict(held_out),
+        "messages": args.messages,
+    }
     path = _save(args.out or default_out(), f"calibration-{'live' if args.live else 'concept'}.json", doc)
-    print(f"{tuned.model}: low_confidence_cosine = {tuned.threshold:.3f}\n"
-          f"  tuned on seed {args.tune_seed}: unanswerable flagged {tuned.unanswerable_flagged:.0%}, "
-          f"answerable flagged {tuned.answerable_flagged:.0%}\n"
-          f"  held out seed {args.report_seed}: unanswerable flagged {held_out.unanswerable_flagged:.0%}, "
-          f"answerable flagged {held_out.answerable_flagged:.0%}\nwritten: {path}")
+    print(
+        f"{tuned.model}: low_confidence_cosine = {tuned.threshold:.3f}\n"
+        f"  tuned on seed {args.tune_seed}: unanswerable flagged {tuned.unanswerable_flagged:.0%}, "
+        f"answerable flagged {tuned.answerable_flagged:.0%}\n"
+        f"  held out seed {args.report_seed}: unanswerable flagged {held_out.unanswerable_flagged:.0%}, "
+        f"answerable flagged {held_out.answerable_flagged:.0%}\nwritten: {path}"
+    )
     return 0
 
 

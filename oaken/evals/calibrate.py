@@ -78,9 +78,13 @@ def report(questions: Sequence[Question], config: Config, threshold: float) -> C
     results = [(q, ask(q, "hybrid", cfg).low_confidence) for q in questions]
     un = [f for q, f in results if not q.relevant]
     an = [f for q, f in results if q.relevant]
-    return Calibration(config.embedder.model, threshold,
-                       round(sum(un) / len(un), 4) if un else 0.0, round(sum(an) / len(an), 4) if an else 0.0,
-                       len(results))
+    return Calibration(
+        config.embedder.model,
+        threshold,
+        round(sum(un) / len(un), 4) if un else 0.0,
+        round(sum(an) / len(an), 4) if an else 0.0,
+        len(results),
+    )
 
 
 # ---- the meaning floor ([search] vector_min_cosine) -----------------------------------------------
@@ -109,8 +113,9 @@ def _lost(question: Question, unfloored: Sequence[str], floored: Sequence[str]) 
     return bool(rel & set(unfloored[:10])) and not rel & set(floored[:10])
 
 
-def lost_share(paraphrases: Sequence[Question], config: Config, floor: float,
-               unfloored: dict[str, Sequence[str]]) -> float:
+def lost_share(
+    paraphrases: Sequence[Question], config: Config, floor: float, unfloored: dict[str, Sequence[str]]
+) -> float:
     """The share of paraphrase questions whose every right answer in the top 10 the floor removes."""
     cfg = with_floor(config, floor)
     lost = sum(_lost(q, unfloored[q.id], ask(q, "hybrid", cfg).ranked) for q in paraphrases)
@@ -147,5 +152,10 @@ def tune_floor(questions: Sequence[Question], config: Config, max_lost: float = 
 def report_floor(questions: Sequence[Question], config: Config, floor: float) -> Floor:
     para = [q for q in questions if q.kind == "paraphrase"]
     none = [q for q in questions if not q.relevant]
-    return Floor(config.embedder.model, floor, lost_share(para, config, floor, _unfloored(para, config)),
-                 mean_hits(none, config, floor), len(questions))
+    return Floor(
+        config.embedder.model,
+        floor,
+        lost_share(para, config, floor, _unfloored(para, config)),
+        mean_hits(none, config, floor),
+        len(questions),
+    )

@@ -29,14 +29,18 @@ class EvalRun:
     meta: dict
 
 
-def make_config(data_dir: Path, *, live: bool, search: dict | None = None, backend: str = "auto",
-                index: dict | None = None) -> dict:
+def make_config(
+    data_dir: Path, *, live: bool, search: dict | None = None, backend: str = "auto", index: dict | None = None
+) -> dict:
     """The default config but for the data dir and the model. `backend`: the live model's
     [embedder] backend ("auto": the one Oaken picks here). `index`: tests lower
     vector_ann_min_rows here to reach the ANN path on small mail; a reported run leaves it."""
-    return {"paths": {"data_dir": str(data_dir)},
-            "embedder": {"model": LIVE_MODEL, "backend": backend} if live else {"model": OFFLINE_MODEL},
-            **({"search": search} if search else {}), **({"index": index} if index else {})}
+    return {
+        "paths": {"data_dir": str(data_dir)},
+        "embedder": {"model": LIVE_MODEL, "backend": backend} if live else {"model": OFFLINE_MODEL},
+        **({"search": search} if search else {}),
+        **({"index": index} if index else {}),
+    }
 
 
 def vector_path(config: Config) -> dict:
@@ -50,13 +54,20 @@ def vector_path(config: Config) -> dict:
         return {"path": "none"}
     store = VectorStore(config.data_dir)
     rows, indexed = store.count(), store.has_index()
-    return {"path": "ann" if indexed else "exact", "rows": rows,
-            "ann_min_rows": config.index.vector_ann_min_rows}
+    return {"path": "ann" if indexed else "exact", "rows": rows, "ann_min_rows": config.index.vector_ann_min_rows}
 
 
-def prepare_synthetic(workdir: Path, *, messages: int, seed: int, live: bool = False,
-                      imap: bool = False, backend: str = "auto", distractors: Sequence[Path] = (),
-                      index: dict | None = None) -> tuple[Config, list[Question], dict]:
+def prepare_synthetic(
+    workdir: Path,
+    *,
+    messages: int,
+    seed: int,
+    live: bool = False,
+    imap: bool = False,
+    backend: str = "auto",
+    distractors: Sequence[Path] = (),
+    index: dict | None = None,
+) -> tuple[Config, list[Question], dict]:
     """Generate, ingest and index a synthetic mailbox; its questions. `distractors`: folders of
     real mail imported into the same account, so the planted facts sit among real messages."""
     t = time.perf_counter()
@@ -71,17 +82,32 @@ def prepare_synthetic(workdir: Path, *, messages: int, seed: int, live: bool = F
     t_raw = time.perf_counter() - t
     t = time.perf_counter()
     done = ingest.build_indexes(config)
-    meta = {"source": "imap" if imap else "maildir", "messages": messages, "seed": seed,
-            "distractors": [str(d) for d in distractors], "distractor_messages": real,
-            "model": config.embedder.model, "backend": _backend(config), "indexed": done.indexed,
-            "vector_coverage": done.vector_coverage, "vectors": vector_path(config),
-            "seconds_store": round(t_raw, 1), "seconds_index": round(time.perf_counter() - t, 1)}
+    meta = {
+        "source": "imap" if imap else "maildir",
+        "messages": messages,
+        "seed": seed,
+        "distractors": [str(d) for d in distractors],
+        "distractor_messages": real,
+        "model": config.embedder.model,
+        "backend": _backend(config),
+        "indexed": done.indexed,
+        "vector_coverage": done.vector_coverage,
+        "vectors": vector_path(config),
+        "seconds_store": round(t_raw, 1),
+        "seconds_index": round(time.perf_counter() - t, 1),
+    }
     return config, questions.build(box), meta
 
 
-def prepare_corpus(workdir: Path, corpora: Sequence[Path], question_files: Sequence[Path], *,
-                   live: bool = False, backend: str = "auto",
-                   index: dict | None = None) -> tuple[Config, list[Question], dict]:
+def prepare_corpus(
+    workdir: Path,
+    corpora: Sequence[Path],
+    question_files: Sequence[Path],
+    *,
+    live: bool = False,
+    backend: str = "auto",
+    index: dict | None = None,
+) -> tuple[Config, list[Question], dict]:
     """Import folders of real mail into one account (one mailbox, as a user holding all of
     them would have) and read their question files."""
     by_file = {Path(f): questions.load_jsonl(f) for f in question_files}
@@ -92,16 +118,26 @@ def prepare_corpus(workdir: Path, corpora: Sequence[Path], question_files: Seque
                 raise EvalError(f"{f}: question id {q.id!r} is also in {seen[q.id]}; ids must be unique")
             seen[q.id] = f
     qs = [q for fqs in by_file.values() for q in fqs]
-    config = config_mod.from_dict(make_config(workdir / "data", live=live, backend=backend, index=index),
-                                  source="eval")
+    config = config_mod.from_dict(make_config(workdir / "data", live=live, backend=backend, index=index), source="eval")
     t = time.perf_counter()
     messages = ingest.from_corpus(corpora, config)
     done = ingest.build_indexes(config)
     _check_relevant(config, by_file)
-    return config, qs, {"source": [str(c) for c in corpora], "questions_file": [str(f) for f in question_files],
-                        "messages": messages, "model": config.embedder.model, "backend": _backend(config),
-                        "indexed": done.indexed, "vector_coverage": done.vector_coverage,
-                        "vectors": vector_path(config), "seconds_index": round(time.perf_counter() - t, 1)}
+    return (
+        config,
+        qs,
+        {
+            "source": [str(c) for c in corpora],
+            "questions_file": [str(f) for f in question_files],
+            "messages": messages,
+            "model": config.embedder.model,
+            "backend": _backend(config),
+            "indexed": done.indexed,
+            "vector_coverage": done.vector_coverage,
+            "vectors": vector_path(config),
+            "seconds_index": round(time.perf_counter() - t, 1),
+        },
+    )
 
 
 def _backend(config: Config) -> str | None:
@@ -127,32 +163,63 @@ def _check_relevant(config: Config, by_file: dict[Path, list[Question]]) -> None
     for question_file, qs in by_file.items():
         missing = sorted({r for q in qs for r in q.relevant} - known)
         if missing:
-            raise EvalError(f"{question_file}: {len(missing)} relevant Message-IDs are not in the corpus, "
-                            f"e.g. <{missing[0]}>; fix the question file or the corpus folder")
+            raise EvalError(
+                f"{question_file}: {len(missing)} relevant Message-IDs are not in the corpus, "
+                f"e.g. <{missing[0]}>; fix the question file or the corpus folder"
+            )
 
 
-def score_run(name: str, config: Config, qs: Sequence[Question], meta: dict,
-              retrievers: Sequence[str] = retrieval.RETRIEVERS) -> EvalRun:
+def score_run(
+    name: str, config: Config, qs: Sequence[Question], meta: dict, retrievers: Sequence[str] = retrieval.RETRIEVERS
+) -> EvalRun:
     t = time.perf_counter()
     rankings = retrieval.run(qs, config, retrievers)
-    meta = {**meta, "questions": len(qs), "seconds_search": round(time.perf_counter() - t, 1),
-            "low_confidence_cosine": dict(config.search.low_confidence_cosine)}
+    meta = {
+        **meta,
+        "questions": len(qs),
+        "seconds_search": round(time.perf_counter() - t, 1),
+        "low_confidence_cosine": dict(config.search.low_confidence_cosine),
+    }
     return EvalRun(name, config, tuple(qs), tuple(rankings), tuple(retrieval.score(rankings)), meta)
 
 
-def synthetic(*, messages: int = 1000, seed: int = 0, live: bool = False, imap: bool = False,
-              workdir: Path | None = None, backend: str = "auto", distractors: Sequence[Path] = (),
-              index: dict | None = None) -> EvalRun:
+def synthetic(
+    *,
+    messages: int = 1000,
+    seed: int = 0,
+    live: bool = False,
+    imap: bool = False,
+    workdir: Path | None = None,
+    backend: str = "auto",
+    distractors: Sequence[Path] = (),
+    index: dict | None = None,
+) -> EvalRun:
     with tempfile.TemporaryDirectory(prefix="oaken-eval-") as tmp:
         wd = workdir or Path(tmp)
-        config, qs, meta = prepare_synthetic(wd, messages=messages, seed=seed, live=live, imap=imap,
-                                             backend=backend, distractors=distractors, index=index)
+        config, qs, meta = prepare_synthetic(
+            wd,
+            messages=messages,
+            seed=seed,
+            live=live,
+            imap=imap,
+            backend=backend,
+            distractors=distractors,
+            index=index,
+        )
         return score_run(_name("synthetic", live, backend), config, qs, meta)
 
 
-def corpus(corpora: Path | Sequence[Path], question_files: Path | Sequence[Path], *, live: bool = False,
-           workdir: Path | None = None, backend: str = "auto", name: str | None = None,
-           split: str = "all", index: dict | None = None) -> EvalRun:
+def corpus(
+    corpora: Path | Sequence[Path],
+    question_files: Path | Sequence[Path],
+    *,
+    live: bool = False,
+    workdir: Path | None = None,
+    backend: str = "auto",
+    name: str | None = None,
+    split: str = "all",
+    index: dict | None = None,
+) -> EvalRun:
     """`split`: "all", or "dev" / "test" (questions.split) to ask only that half."""
     dirs = [Path(corpora)] if isinstance(corpora, (str, Path)) else [Path(c) for c in corpora]
     files = [Path(question_files)] if isinstance(question_files, (str, Path)) else [Path(f) for f in question_files]

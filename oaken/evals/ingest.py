@@ -41,8 +41,13 @@ def apply_metadata(box: Mailbox, config: Config) -> None:
                 raise EvalError(f"message <{m.message_id}> did not reach raw.db; see the import or sync log")
             for label in m.labels:
                 store.add_label(oid, label)
-            store.set_triage(oid, categories=config.triage.categories, category=m.category,
-                             priority=m.priority, disposition=m.disposition)
+            store.set_triage(
+                oid,
+                categories=config.triage.categories,
+                category=m.category,
+                priority=m.priority,
+                disposition=m.disposition,
+            )
 
 
 def from_maildir(box: Mailbox, config: Config, workdir: Path) -> None:
@@ -79,15 +84,28 @@ def from_imap(box: Mailbox, config_dict: dict, workdir: Path) -> Config:
                 c.subscribe_folder(folder)
                 batch = [m for m in box.messages if m.folder == folder]
                 for i in range(0, len(batch), 200):
-                    c.multiappend(folder, [{
-                        "msg": m.raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"),
-                        "flags": tuple(f for f, on in (("\\Seen", m.seen), ("\\Flagged", m.flagged)) if on),
-                        "date": m.date,
-                    } for m in batch[i:i + 200]])
-        account = {"host": "127.0.0.1", "port": server.ssl_port, "tls": "implicit", "ca_file": server.ca_file,
-                   "username": "eval", "password_command": "printf %s eval-password"}
-        config = config_mod.from_dict({**config_dict, "default_account": ACCOUNT,
-                                       "accounts": {ACCOUNT: account}}, source="eval --imap")
+                    c.multiappend(
+                        folder,
+                        [
+                            {
+                                "msg": m.raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"),
+                                "flags": tuple(f for f, on in (("\\Seen", m.seen), ("\\Flagged", m.flagged)) if on),
+                                "date": m.date,
+                            }
+                            for m in batch[i : i + 200]
+                        ],
+                    )
+        account = {
+            "host": "127.0.0.1",
+            "port": server.ssl_port,
+            "tls": "implicit",
+            "ca_file": server.ca_file,
+            "username": "eval",
+            "password_command": "printf %s eval-password",
+        }
+        config = config_mod.from_dict(
+            {**config_dict, "default_account": ACCOUNT, "accounts": {ACCOUNT: account}}, source="eval --imap"
+        )
         from oaken.sync.runner import sync
 
         sync(config, ACCOUNT)
@@ -122,9 +140,13 @@ def build_indexes(config: Config) -> Ingested:
     indexed = int(status.get("index", {}).get("messages", 0) or 0)
     coverage = float(status.get("vectors", {}).get("coverage", 0.0) or 0.0)
     if not status.get("messages") or not indexed:
-        raise EvalError(f"{config.data_dir}: the keyword index is empty after indexing "
-                        f"({status.get('messages', 0)} messages in raw.db); nothing to score")
+        raise EvalError(
+            f"{config.data_dir}: the keyword index is empty after indexing "
+            f"({status.get('messages', 0)} messages in raw.db); nothing to score"
+        )
     if config.embedder.model != "none" and coverage <= 0.0:
-        raise EvalError(f"{config.data_dir}: no chunk was embedded by {config.embedder.model!r}; "
-                        "the vector retriever would score nothing")
+        raise EvalError(
+            f"{config.data_dir}: no chunk was embedded by {config.embedder.model!r}; "
+            "the vector retriever would score nothing"
+        )
     return Ingested(int(status["messages"]), indexed, coverage)

@@ -27,9 +27,24 @@ from email.message import EmailMessage
 from email.utils import format_datetime
 from pathlib import Path
 
-from oaken.evals.mailbox_text import (FAMILY_SIZE, FILLER_SENTENCES, FILTER_GROUPS, GROUP_LABELS, GROUP_SIZE,
-                                       IDENTIFIER_FAMILIES, INCIDENT_ASPECTS, ME, NEWSLETTERS, NOTIFICATIONS,
-                                       PARAPHRASES, PEOPLE, PLACES, REPLIES, THREAD_TOPICS, YEAR_START)
+from oaken.evals.mailbox_text import (
+    FAMILY_SIZE,
+    FILLER_SENTENCES,
+    FILTER_GROUPS,
+    GROUP_LABELS,
+    GROUP_SIZE,
+    IDENTIFIER_FAMILIES,
+    INCIDENT_ASPECTS,
+    ME,
+    NEWSLETTERS,
+    NOTIFICATIONS,
+    PARAPHRASES,
+    PEOPLE,
+    PLACES,
+    REPLIES,
+    THREAD_TOPICS,
+    YEAR_START,
+)
 
 
 @dataclass(frozen=True)
@@ -77,10 +92,22 @@ class _Builder:
     def date(self) -> datetime:
         return YEAR_START + timedelta(minutes=self.rng.randrange(0, 360 * 24 * 60))
 
-    def add(self, *, sender: str, subject: str, body: str, date: datetime, folder: str = "INBOX",
-            category: str | None = None, labels: tuple[str, ...] = (), reply_to: SynthMessage | None = None,
-            to: str | None = None, list_id: str | None = None, disposition: str | None = None,
-            seen: bool | None = None) -> SynthMessage:
+    def add(
+        self,
+        *,
+        sender: str,
+        subject: str,
+        body: str,
+        date: datetime,
+        folder: str = "INBOX",
+        category: str | None = None,
+        labels: tuple[str, ...] = (),
+        reply_to: SynthMessage | None = None,
+        to: str | None = None,
+        list_id: str | None = None,
+        disposition: str | None = None,
+        seen: bool | None = None,
+    ) -> SynthMessage:
         n = len(self.messages)
         mid = f"{self.seed}.{n:05d}.{self.rng.randrange(16**6):06x}@mail.example"
         msg = EmailMessage()
@@ -99,9 +126,16 @@ class _Builder:
         if disposition is None:
             disposition = "archived" if self.rng.random() < 0.15 else "inbox"
         out = SynthMessage(
-            message_id=mid, folder=folder, date=date, raw=bytes(msg), labels=labels,
-            seen=self.rng.random() < 0.7 if seen is None else seen, flagged=self.rng.random() < 0.05,
-            category=category, priority=self.rng.choice((0, 0, 1, 1, 2, 3)), disposition=disposition,
+            message_id=mid,
+            folder=folder,
+            date=date,
+            raw=bytes(msg),
+            labels=labels,
+            seen=self.rng.random() < 0.7 if seen is None else seen,
+            flagged=self.rng.random() < 0.05,
+            category=category,
+            priority=self.rng.choice((0, 0, 1, 1, 2, 3)),
+            disposition=disposition,
         )
         self.messages.append(out)
         return out
@@ -130,14 +164,22 @@ class _Builder:
         body = f"{text}\n\nOn {format_datetime(to.date)}, {old['From']} wrote:\n{quoted}\n"
         subject = old["Subject"] if str(old["Subject"]).startswith("Re:") else f"Re: {old['Subject']}"
         date = to.date + timedelta(hours=self.rng.randrange(1, 48))
-        return self.add(sender=self.addr(sender), subject=subject, body=body, date=date, folder=to.folder,
-                        category=to.category, reply_to=to)
+        return self.add(
+            sender=self.addr(sender),
+            subject=subject,
+            body=body,
+            date=date,
+            folder=to.folder,
+            category=to.category,
+            reply_to=to,
+        )
 
     def code(self, form: str) -> str:
         while True:
             r = self.rng
             c = form.format(
-                n4=r.randrange(1000, 10000), n6=r.randrange(100000, 1000000),
+                n4=r.randrange(1000, 10000),
+                n6=r.randrange(100000, 1000000),
                 v=f"{r.randrange(2, 9)}.{r.randrange(0, 20)}.{r.randrange(0, 10)}",
                 alnum="".join(r.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") + r.choice("23456789") for _ in range(3)),
             )
@@ -167,13 +209,23 @@ class _Builder:
     def identifier_family(self, fam: dict[str, str], asked: int) -> None:
         members: list[tuple[str, SynthMessage]] = []
         for code in self.family_codes(fam["code"]):
-            m = self.add(sender=fam["sender"], subject=fam["subject"].format(code=code),
-                         body=fam["body"].format(code=code), date=self.date(), category=fam["category"],
-                         folder="INBOX")
+            m = self.add(
+                sender=fam["sender"],
+                subject=fam["subject"].format(code=code),
+                body=fam["body"].format(code=code),
+                date=self.date(),
+                category=fam["category"],
+                folder="INBOX",
+            )
             members.append((code, m))
         for code, m in self.rng.sample(members, asked):
-            self.plants.append(Plant("exact", (m.message_id,), {"family": fam["name"], "code": code,
-                                                                "question": fam["question"].format(code=code)}))
+            self.plants.append(
+                Plant(
+                    "exact",
+                    (m.message_id,),
+                    {"family": fam["name"], "code": code, "question": fam["question"].format(code=code)},
+                )
+            )
 
     def paraphrase_facts(self, count: int) -> None:
         pairs = [(s, p) for s in range(len(PARAPHRASES)) for p in range(len(PLACES))]
@@ -185,8 +237,13 @@ class _Builder:
             sender = self.person()
             fact = PARAPHRASES[s][0].format(city=PLACES[p][0])
             subject = fact.split(" ")[0:5]
-            m = self.add(sender=self.addr(sender), subject=" ".join(subject).rstrip(".,") + "...",
-                         body=self.body(fact, sender[0]), date=self.date(), category="work")
+            m = self.add(
+                sender=self.addr(sender),
+                subject=" ".join(subject).rstrip(".,") + "...",
+                body=self.body(fact, sender[0]),
+                date=self.date(),
+                category="work",
+            )
             written.add((s, p))
             return m
 
@@ -194,9 +251,17 @@ class _Builder:
             target = write(s, p)
             if self.rng.random() < 0.3:  # a reply quotes the fact: it must rank below the original
                 self.reply(target, ME, self.rng.choice(REPLIES))
-            self.plants.append(Plant("paraphrase", (target.message_id,), {
-                "question": PARAPHRASES[s][1].format(country=PLACES[p][1]), "fact": PARAPHRASES[s][0],
-                "city": PLACES[p][0]}))
+            self.plants.append(
+                Plant(
+                    "paraphrase",
+                    (target.message_id,),
+                    {
+                        "question": PARAPHRASES[s][1].format(country=PLACES[p][1]),
+                        "fact": PARAPHRASES[s][0],
+                        "city": PLACES[p][0],
+                    },
+                )
+            )
         # look-alikes: the same sentence about other places, and other sentences about the place
         for s, p in chosen:
             for _ in range(2):
@@ -216,17 +281,28 @@ class _Builder:
         for i in range(GROUP_SIZE):
             p = people[i]
             date = start + timedelta(days=28 * i) if by == "after" else self.date()
-            m = self.add(sender=self.addr(p), subject=group["subject"], body=self.body(group["body"], p[0]),
-                         date=date, category="work", labels=(labels[i],) if by == "label" else (),
-                         disposition="inbox")
+            m = self.add(
+                sender=self.addr(p),
+                subject=group["subject"],
+                body=self.body(group["body"], p[0]),
+                date=date,
+                category="work",
+                labels=(labels[i],) if by == "label" else (),
+                disposition="inbox",
+            )
             members.append((p, labels[i], m))
         if by == "after":  # the newest by after:, the oldest by before:
             picks = [(members[-1], "after", members[-1][2].date), (members[0], "before", members[1][2].date)]
         else:
             picks = [(m, by, m[2].date) for m in self.rng.sample(members, 3)]
         for (p, label, target), op, when in picks:
-            slots = {"by": op, "subject": group["subject"], "sender": p[0].split()[1],
-                     "label": label, "date": when.strftime("%Y-%m-%d")}
+            slots = {
+                "by": op,
+                "subject": group["subject"],
+                "sender": p[0].split()[1],
+                "label": label,
+                "date": when.strftime("%Y-%m-%d"),
+            }
             self.plants.append(Plant("filtered", (target.message_id,), slots))
 
     def incident_group(self, asked: int) -> None:
@@ -234,13 +310,23 @@ class _Builder:
         start = self.date()
         members = []
         for i, (fact, _q) in enumerate(INCIDENT_ASPECTS):
-            m = self.add(sender="Ops Status <status@northwind.example>", subject=f"[{code}] incident status",
-                         body=f"Status of incident {code}.\n\n{fact}\n\nThe status page has the timeline.",
-                         date=start + timedelta(hours=3 * i), category="notifications", disposition="inbox")
+            m = self.add(
+                sender="Ops Status <status@northwind.example>",
+                subject=f"[{code}] incident status",
+                body=f"Status of incident {code}.\n\n{fact}\n\nThe status page has the timeline.",
+                date=start + timedelta(hours=3 * i),
+                category="notifications",
+                disposition="inbox",
+            )
             members.append(m)
         for i in self.rng.sample(range(len(INCIDENT_ASPECTS)), asked):
-            self.plants.append(Plant("mixed", (members[i].message_id,), {
-                "code": code, "question": INCIDENT_ASPECTS[i][1].format(code=code)}))
+            self.plants.append(
+                Plant(
+                    "mixed",
+                    (members[i].message_id,),
+                    {"code": code, "question": INCIDENT_ASPECTS[i][1].format(code=code)},
+                )
+            )
 
     # ---- filler ---------------------------------------------------------------------------------
 
@@ -248,22 +334,41 @@ class _Builder:
         subject, text = self.rng.choice(THREAD_TOPICS)
         first_sender = self.person()
         folder = self.rng.choice(("INBOX", "INBOX", "Work/Projects", "Archive"))
-        m = self.add(sender=self.addr(first_sender), subject=subject, body=self.body(text, first_sender[0]),
-                     date=self.date(), folder=folder, category="work")
+        m = self.add(
+            sender=self.addr(first_sender),
+            subject=subject,
+            body=self.body(text, first_sender[0]),
+            date=self.date(),
+            folder=folder,
+            category="work",
+        )
         for _ in range(self.rng.randrange(1, 4)):
             m = self.reply(m, self.rng.choice((ME, self.person())), self.rng.choice(REPLIES))
 
     def newsletter(self) -> None:
         name, addr, subject, text = self.rng.choice(NEWSLETTERS)
         issue = self.rng.randrange(1, 300)
-        self.add(sender=f"{name} <{addr}>", subject=f"{subject} #{issue}", body=text, date=self.date(),
-                 folder="Newsletters", category="newsletters", list_id=f"<{addr.split('@')[1]}>",
-                 disposition=self.rng.choice(("inbox", "archived", "discarded")))
+        self.add(
+            sender=f"{name} <{addr}>",
+            subject=f"{subject} #{issue}",
+            body=text,
+            date=self.date(),
+            folder="Newsletters",
+            category="newsletters",
+            list_id=f"<{addr.split('@')[1]}>",
+            disposition=self.rng.choice(("inbox", "archived", "discarded")),
+        )
 
     def notification(self) -> None:
         name, addr, subject, text = self.rng.choice(NOTIFICATIONS)
-        self.add(sender=f"{name} <{addr}>", subject=subject, body=text, date=self.date(),
-                 folder="Notifications", category="notifications")
+        self.add(
+            sender=f"{name} <{addr}>",
+            subject=subject,
+            body=text,
+            date=self.date(),
+            folder="Notifications",
+            category="notifications",
+        )
 
 
 def generate(messages: int = 1000, seed: int = 0) -> Mailbox:

@@ -63,8 +63,10 @@ def report(questions: Sequence[Question], overlaps: Sequence[Overlap]) -> str:
         counts = Counter(q.kind for q in half)
         lines.append(f"  {name}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
     n = Counter(len(o.shared) for o in overlaps)
-    lines.append(f"paraphrases: {len(overlaps)}; shared content words per paraphrase: "
-                 + ", ".join(f"{k}: {v}" for k, v in sorted(n.items())))
+    lines.append(
+        f"paraphrases: {len(overlaps)}; shared content words per paraphrase: "
+        + ", ".join(f"{k}: {v}" for k, v in sorted(n.items()))
+    )
     for o in overlaps:
         flag = "  OVER" if len(o.shared) > MAX_SHARED else ""
         lines.append(f"  {o.question.id:24} {len(o.shared)} {','.join(o.shared):24} {o.question.query}{flag}")

@@ -50,8 +50,12 @@ UNANSWERABLE = (
     "When does the soccer season for the children start?",
 )
 # Identifiers in the form of the mailbox's, that the mailbox does not hold.
-UNANSWERABLE_CODES = ("invoice INV-0042", "order 000017 shipped", "support request HELP-0007",
-                      "OPS-0001 incident: ssl lapsed?")
+UNANSWERABLE_CODES = (
+    "invoice INV-0042",
+    "order 000017 shipped",
+    "support request HELP-0007",
+    "OPS-0001 incident: ssl lapsed?",
+)
 
 
 @dataclass(frozen=True)
@@ -152,8 +156,7 @@ def load_jsonl(path: Path) -> list[Question]:
             out.append(Question(str(obj["id"]), kind, str(obj["query"]), relevant))
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(
-                f"{path}:{n}: expected {{\"id\", \"kind\", \"query\", \"relevant\": [Message-IDs]}}, "
-                f"got {line[:80]!r} ({e})"
+                f'{path}:{n}: expected {{"id", "kind", "query", "relevant": [Message-IDs]}}, got {line[:80]!r} ({e})'
             ) from None
         if out[-1].kind == "unanswerable" and out[-1].relevant:
             raise ValueError(f"{path}:{n}: kind unanswerable but relevant is not empty")

@@ -75,7 +75,9 @@ def _mean(values: Sequence[float]) -> float:
 
 def _answerable_row(retriever: str, kind: str, rows: Sequence[Ranking]) -> Score:
     return Score(
-        retriever, kind, len(rows),
+        retriever,
+        kind,
+        len(rows),
         recall_at_1=_mean([recall_at(r.ranked, r.question.relevant, 1) for r in rows]),
         recall_at_5=_mean([recall_at(r.ranked, r.question.relevant, 5) for r in rows]),
         recall_at_10=_mean([recall_at(r.ranked, r.question.relevant, 10) for r in rows]),
@@ -102,9 +104,15 @@ def score(rankings: Sequence[Ranking]) -> list[Score]:
             out.append(_answerable_row(retriever, "overall", answerable))
         none = [x for x in mine if not x.question.relevant]
         if none:
-            out.append(Score(retriever, "unanswerable", len(none),
-                             mean_hits=_mean([float(len(x.ranked)) for x in none]),
-                             low_confidence_rate=_mean([float(x.low_confidence) for x in none])))
+            out.append(
+                Score(
+                    retriever,
+                    "unanswerable",
+                    len(none),
+                    mean_hits=_mean([float(len(x.ranked)) for x in none]),
+                    low_confidence_rate=_mean([float(x.low_confidence) for x in none]),
+                )
+            )
     return out
 
 
@@ -124,9 +132,18 @@ def table(scores: Sequence[Score]) -> str:
     head = ("retriever", "kind", "n", "R@1", "R@5", "R@10", "MRR", "nDCG@10", "hits", "low_conf")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in scores:
-        cells = (s.retriever, s.kind, str(s.questions), _cell(s.recall_at_1), _cell(s.recall_at_5),
-                 _cell(s.recall_at_10), _cell(s.mrr), _cell(s.ndcg_at_10),
-                 "" if s.mean_hits is None else f"{s.mean_hits:.1f}", _cell(s.low_confidence_rate))
+        cells = (
+            s.retriever,
+            s.kind,
+            str(s.questions),
+            _cell(s.recall_at_1),
+            _cell(s.recall_at_5),
+            _cell(s.recall_at_10),
+            _cell(s.mrr),
+            _cell(s.ndcg_at_10),
+            "" if s.mean_hits is None else f"{s.mean_hits:.1f}",
+            _cell(s.low_confidence_rate),
+        )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -138,27 +155,40 @@ def answered_by(meta: dict) -> str:
     if v.get("path") == "ann":
         return f"Vector side answered by the ANN index ({v['rows']:,} vectors, past vector_ann_min_rows {v['ann_min_rows']:,})."
     if v.get("path") == "exact":
-        return (f"Vector side answered by exact search ({v['rows']:,} vectors, under vector_ann_min_rows "
-                f"{v['ann_min_rows']:,}): a smaller mailbox than the ANN index serves.")
+        return (
+            f"Vector side answered by exact search ({v['rows']:,} vectors, under vector_ann_min_rows "
+            f"{v['ann_min_rows']:,}): a smaller mailbox than the ANN index serves."
+        )
     return "Vector side: none."
 
 
-def write(scores: Sequence[Score], rankings: Sequence[Ranking], out_dir: Path, name: str,
-          meta: dict) -> tuple[Path, Path]:
+def write(
+    scores: Sequence[Score], rankings: Sequence[Ranking], out_dir: Path, name: str, meta: dict
+) -> tuple[Path, Path]:
     """evals/results/<name>.json (scores, settings and every ranking) and <name>.md (the table)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out_dir / f"{name}.json", out_dir / f"{name}.md"
     doc = {
         "meta": meta,
         "scores": [asdict(s) for s in scores],
-        "rankings": [{"question": r.question.id, "kind": r.question.kind, "query": r.question.query,
-                      "retriever": r.retriever, "relevant": list(r.question.relevant),
-                      "ranked": list(r.ranked), "low_confidence": r.low_confidence} for r in rankings],
+        "rankings": [
+            {
+                "question": r.question.id,
+                "kind": r.question.kind,
+                "query": r.question.query,
+                "retriever": r.retriever,
+                "relevant": list(r.question.relevant),
+                "ranked": list(r.ranked),
+                "low_confidence": r.low_confidence,
+            }
+            for r in rankings
+        ],
     }
     json_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     settings = ", ".join(f"{k}={v}" for k, v in meta.items() if not isinstance(v, (dict, list)))
-    md_path.write_text(f"# Retrieval eval: {name}\n\n{settings}\n\n{answered_by(meta)}\n\n{table(scores)}\n",
-                       encoding="utf-8")
+    md_path.write_text(
+        f"# Retrieval eval: {name}\n\n{settings}\n\n{answered_by(meta)}\n\n{table(scores)}\n", encoding="utf-8"
+    )
     return json_path, md_path
 
 
@@ -176,8 +206,10 @@ def ask(question: Question, retriever: str, config: Config, limit: int = 10) -> 
         raise ValueError(f"retriever {retriever!r}: expected one of {', '.join(RETRIEVERS)}")
     response = search(question.query, limit=limit, retrievers=ENGINE_RETRIEVERS[retriever], config=config)
     if response.degraded:
-        raise EvalError(f"{retriever} search degraded ({response.degraded_reason}) on {question.query!r}; "
-                        "the scores would measure the fallback, not the retriever")
+        raise EvalError(
+            f"{retriever} search degraded ({response.degraded_reason}) on {question.query!r}; "
+            "the scores would measure the fallback, not the retriever"
+        )
     return Ranking(question, retriever, _expanded(response.hits, config), response.low_confidence)
 
 

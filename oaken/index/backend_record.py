@@ -37,8 +37,13 @@ def incompatible_with(doc_backends: Sequence[str], query_backend: str, data_dir:
     known = {*backends.BACKENDS, *backends.ALIASES}
     if backends.canonical(query_backend) not in known:
         return []
-    return [b for b in doc_backends if b in known and backends.canonical(b) != backends.canonical(query_backend)
-            and not backends.compatible(b, query_backend, data_dir)]
+    return [
+        b
+        for b in doc_backends
+        if b in known
+        and backends.canonical(b) != backends.canonical(query_backend)
+        and not backends.compatible(b, query_backend, data_dir)
+    ]
 
 
 def incompatible_backend(store: VectorStore, embedder: Embedder, data_dir: Path) -> bool:
@@ -49,6 +54,10 @@ def incompatible_backend(store: VectorStore, embedder: Embedder, data_dir: Path)
     if bad:
         from oaken import log
 
-        log.get().warning("vectors_rebuilt_for_backend", stored=bad, backend=backend_of(embedder),
-                          note="the fidelity checks do not allow mixing them")
+        log.get().warning(
+            "vectors_rebuilt_for_backend",
+            stored=bad,
+            backend=backend_of(embedder),
+            note="the fidelity checks do not allow mixing them",
+        )
     return bool(bad)

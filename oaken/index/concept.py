@@ -171,7 +171,8 @@ mexico: mexico, mexican, guadalajara, cancun
 """
 
 # Function words and e-mail boilerplate: they say nothing about what a message is about.
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a about above after again against all am an and any are as at be been before being below between
 both but by can could did do does doing done down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just me more
@@ -181,7 +182,8 @@ those through to too under until up very was we were what when where which while
 will with would you your yours yourself yourselves let lets get got also still yet via per
 hi hello hey dear thanks thank regards best cheers sincerely please kind wrote sent re fw fwd
 subject cc bcc am pm one two three new see know like want need will shall may might must
-""".split())
+""".split()
+)
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['.\-][A-Za-z0-9]+)*")
 _ALPHA = re.compile(r"[a-z]+")
@@ -242,7 +244,7 @@ def features(text: str) -> dict[str, float]:
     i = 0
     while i < len(stems):
         for n in range(min(_MAX_PHRASE, len(stems) - i), 0, -1):
-            concept = LEXICON.get(tuple(stems[i:i + n]))
+            concept = LEXICON.get(tuple(stems[i : i + n]))
             if concept:
                 key = "c:" + concept
                 counts[key] = counts.get(key, 0) + 1

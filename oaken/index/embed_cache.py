@@ -51,16 +51,20 @@ class EmbedCache:
         with self.db:
             self.db.execute(_SCHEMA)
             if self.db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-                old = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors' AND type = 'table'").fetchone()
+                old = self.db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name = 'vectors' AND type = 'table'"
+                ).fetchone()
                 if old:  # the first schema's rows move over once: no vector is computed twice
-                    self.db.execute("INSERT OR IGNORE INTO cached(model, hash, vector) SELECT model, hash, vector FROM vectors")
+                    self.db.execute(
+                        "INSERT OR IGNORE INTO cached(model, hash, vector) SELECT model, hash, vector FROM vectors"
+                    )
                     self.db.execute("DROP TABLE vectors")
                 self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "EmbedCache":
+    def __enter__(self) -> EmbedCache:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -71,10 +75,11 @@ class EmbedCache:
         out: dict[bytes, np.ndarray] = {}
         unique = list(dict.fromkeys(hashes))
         for i in range(0, len(unique), 500):
-            part = unique[i:i + 500]
+            part = unique[i : i + 500]
             marks = ",".join("?" * len(part))
             for h, blob in self.db.execute(
-                    f"SELECT hash, vector FROM cached WHERE model = ? AND hash IN ({marks})", [model, *part]):
+                f"SELECT hash, vector FROM cached WHERE model = ? AND hash IN ({marks})", [model, *part]
+            ):
                 vector = np.frombuffer(blob, dtype=np.float32)
                 if vector.shape[0] == dim:
                     out[bytes(h)] = vector
@@ -109,8 +114,9 @@ def open_cache(data_dir: Path) -> EmbedCache:
     return EmbedCache(Path(data_dir) / CACHE_FILE)
 
 
-def embed_cached(texts: Sequence[str], *, model: str, dim: int, cache: EmbedCache,
-                 encode: Callable[[Sequence[str]], np.ndarray]) -> tuple[np.ndarray, int]:
+def embed_cached(
+    texts: Sequence[str], *, model: str, dim: int, cache: EmbedCache, encode: Callable[[Sequence[str]], np.ndarray]
+) -> tuple[np.ndarray, int]:
     """Vectors for `texts` in order, encoding only texts neither cached nor repeated in `texts`.
 
     Returns (vectors of shape (len(texts), dim), how many texts were encoded)."""
@@ -123,8 +129,9 @@ def embed_cached(texts: Sequence[str], *, model: str, dim: int, cache: EmbedCach
     if todo:
         fresh = encode(list(todo.values()))
         if fresh.shape != (len(todo), dim):
-            raise ValueError(f"embedder {model}: returned shape {fresh.shape} for {len(todo)} texts, "
-                             f"expected ({len(todo)}, {dim})")
+            raise ValueError(
+                f"embedder {model}: returned shape {fresh.shape} for {len(todo)} texts, expected ({len(todo)}, {dim})"
+            )
         new = dict(zip(todo, fresh))
         cache.put_many(model, new.items())
         found.update(new)

@@ -27,7 +27,7 @@ def register(name: str, factory: EmbedderFactory) -> None:
     _FACTORIES[name] = factory
 
 
-def _minilm(config: "Config") -> Embedder:
+def _minilm(config: Config) -> Embedder:
     """all-MiniLM-L6-v2 on `[embedder] backend` (oaken.index.backends): every backend keeps the
     fingerprint "all-MiniLM-L6-v2:384", so a backend change keeps the table; which backends built
     the stored vectors is recorded beside them (see oaken.index.embedding)."""
@@ -41,7 +41,7 @@ def backend_of(embedder: Embedder) -> str:
     return str(getattr(embedder, "backend", embedder.name))
 
 
-def _concept(config: "Config") -> Embedder:
+def _concept(config: Config) -> Embedder:
     try:
         from oaken.index.concept import ConceptEmbedder
     except ImportError as exc:
@@ -53,7 +53,7 @@ register("all-MiniLM-L6-v2", _minilm)
 register("concept", _concept)
 
 
-def load_embedder(config: "Config", *, cached: bool = True) -> Embedder | None:
+def load_embedder(config: Config, *, cached: bool = True) -> Embedder | None:
     """The embedder `[embedder] model` names, or None for "none" (keyword mode by choice).
 
     Loaded once per process and kept (the daemon answers searches with it warm). Raises

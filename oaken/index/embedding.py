@@ -30,14 +30,23 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from oaken import config as config_mod
 from oaken.config import Config
-from oaken.index.embed_cache import embed_cached, open_cache
-from oaken.index.backend_record import incompatible_backend
-from oaken.index.backend_record import incompatible_with, stored_backends  # noqa: F401 - re-exported
-from oaken.index.embedders import Embedder, backend_of, load_embedder
 from oaken.index import writelock
-from oaken.index.vector_files import (chunker_version, forget_last_pass, read_cursor, read_last_pass, rebuilding,
-                                      vectors_path, write_cursor, write_last_pass)
-from oaken.index.vector_files import CURSOR_FILE, LAST_PASS_FILE, followed_seq  # noqa: F401 - re-exported
+from oaken.index.backend_record import incompatible_backend, incompatible_with, stored_backends  # noqa: F401 - re-exported
+from oaken.index.embed_cache import embed_cached, open_cache
+from oaken.index.embedders import Embedder, backend_of, load_embedder
+from oaken.index.vector_files import (  # noqa: F401 - re-exported
+    CURSOR_FILE,
+    LAST_PASS_FILE,
+    chunker_version,
+    followed_seq,
+    forget_last_pass,
+    read_cursor,
+    read_last_pass,
+    rebuilding,
+    vectors_path,
+    write_cursor,
+    write_last_pass,
+)
 from oaken.index.vector_files import rebuilt as rebuilt_store
 from oaken.index.vectors import ChunkVector, Fingerprint, MessageFields, VectorStore
 
@@ -70,7 +79,7 @@ def fingerprint_of(embedder: Embedder) -> Fingerprint:
     return Fingerprint(embedder.fingerprint, embedder.dim, chunker_version())
 
 
-def embed_text(chunk: "StoredChunk") -> str:
+def embed_text(chunk: StoredChunk) -> str:
     """What is embedded: the chunk's own words with its message's subject as context."""
     subject = chunk.subject.strip()
     return f"{subject}\n{chunk.text}" if subject else chunk.text
@@ -78,13 +87,22 @@ def embed_text(chunk: "StoredChunk") -> str:
 
 def open_store(config: Config, *, create: bool = False) -> VectorStore:
     """The vector store with the [index] settings that govern it."""
-    return VectorStore(config_mod.resolve_data_dir(config), create=create,
-                       ann_min_rows=config.index.vector_ann_min_rows,
-                       retention_seconds=config.index.vector_retention_seconds)
+    return VectorStore(
+        config_mod.resolve_data_dir(config),
+        create=create,
+        ann_min_rows=config.index.vector_ann_min_rows,
+        retention_seconds=config.index.vector_retention_seconds,
+    )
 
 
-def embed_pending(config: Config, *, progress: Callable[[int], None] | None = None, limit: int | None = None,
-                  embedder: Embedder | None = None, stop: threading.Event | None = None) -> EmbedReport:
+def embed_pending(
+    config: Config,
+    *,
+    progress: Callable[[int], None] | None = None,
+    limit: int | None = None,
+    embedder: Embedder | None = None,
+    stop: threading.Event | None = None,
+) -> EmbedReport:
     """Embed what index.db holds and vectors/ lacks; `limit` caps the chunks embedded this call,
     `stop` ends it after the window being embedded (what is left stays pending).
 
@@ -110,9 +128,18 @@ def embed_pending(config: Config, *, progress: Callable[[int], None] | None = No
         return _embed(config, data_dir, None, last, progress, limit, stop, started)
 
 
-def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict | None,
-           progress: Callable[[int], None] | None, limit: int | None, stop: threading.Event | None,
-           started: float, *, given: bool = False) -> EmbedReport:
+def _embed(
+    config: Config,
+    data_dir: Path,
+    embedder: Embedder | None,
+    last: dict | None,
+    progress: Callable[[int], None] | None,
+    limit: int | None,
+    stop: threading.Event | None,
+    started: float,
+    *,
+    given: bool = False,
+) -> EmbedReport:
     """The pass. `embedder` None: the settings' embedder, loaded here when needed; `last` (the
     record of the last complete pass under these settings) then names its fingerprint. `given`:
     the caller chose the embedder, so no record of the settings' embedder is written."""
@@ -143,8 +170,12 @@ def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict
                 # the cache holds that backend's vectors too (it is keyed by fingerprint): forget them all
                 with open_cache(store.path.parent) as cache:
                     cache.drop_other_models(keep="")
-                rebuilt = store.ensure(fp, rebuild=True, generation=generation,
-                                       reason="vectors of a backend the fidelity checks do not allow to mix")
+                rebuilt = store.ensure(
+                    fp,
+                    rebuild=True,
+                    generation=generation,
+                    reason="vectors of a backend the fidelity checks do not allow to mix",
+                )
             store.record_backend(backend_of(embedder))
         raw_seq = raw.seq()
         index_state = index.chunk_state()  # read before the chunks: a later change shows as a mismatch
@@ -171,8 +202,11 @@ def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict
                 store.record_backend(backend_of(embedder))
         if redo is None:
             has_rows = {m for c, m in stored.items() if c in wanted}  # these are replaced, the others appended
-            embedded, encoded = (0, 0) if embedder is None else _embed_messages(
-                store, index, raw, embedder, [m for m, _ in todo], progress, stop, has_rows)
+            embedded, encoded = (
+                (0, 0)
+                if embedder is None
+                else _embed_messages(store, index, raw, embedder, [m for m, _ in todo], progress, stop, has_rows)
+            )
             complete = stop is None or not stop.is_set()
             if complete:  # the ANN index can wait for the next pass
                 store.maintain()
@@ -187,8 +221,17 @@ def _embed(config: Config, data_dir: Path, embedder: Embedder | None, last: dict
     if redo is not None:
         forget_last_pass(data_dir)
         return _embed(config, data_dir, redo, None, progress, limit, stop, started)
-    return EmbedReport(fp.model, len(wanted), embedded, encoded, removed, refreshed, pending, rebuilt,
-                       round(time.monotonic() - started, 3))
+    return EmbedReport(
+        fp.model,
+        len(wanted),
+        embedded,
+        encoded,
+        removed,
+        refreshed,
+        pending,
+        rebuilt,
+        round(time.monotonic() - started, 3),
+    )
 
 
 def _nothing_to_do(config: Config, data_dir: Path, last: dict | None) -> EmbedReport | None:
@@ -221,8 +264,7 @@ def _import_lancedb() -> None:
         pass
 
 
-def _follow_changes(store: VectorStore, raw: "Store", present: set[int], since: int,
-                    until: int) -> tuple[int, int]:
+def _follow_changes(store: VectorStore, raw: Store, present: set[int], since: int, until: int) -> tuple[int, int]:
     """Follow raw.db's change feed over (since, until] for the messages `present` in vectors/:
     refresh their prefilter fields, remove the deleted ones. Returns (rows removed, messages
     refreshed). Messages not embedded yet get current fields when they are."""
@@ -241,7 +283,7 @@ def _follow_changes(store: VectorStore, raw: "Store", present: set[int], since: 
     return removed, refreshed
 
 
-def _newest_first(index: "KeywordIndex", chunk_ids: set[int]) -> list[tuple[int, int]]:
+def _newest_first(index: KeywordIndex, chunk_ids: set[int]) -> list[tuple[int, int]]:
     """(message, chunks of it to embed), newest message first."""
     if not chunk_ids:
         return []
@@ -253,7 +295,7 @@ def _newest_first(index: "KeywordIndex", chunk_ids: set[int]) -> list[tuple[int,
     return [(m, per_message[m]) for m in order]
 
 
-def _walk(index: "KeywordIndex", chunk_ids: set[int]) -> list[int]:
+def _walk(index: KeywordIndex, chunk_ids: set[int]) -> list[int]:
     """The message of each wanted chunk, read by walking the body chunks in id order."""
     out: list[int] = []
     after = min(chunk_ids) - 1
@@ -282,7 +324,7 @@ class _Writer:
     def __init__(self, store: VectorStore, progress: Callable[[int], None] | None):
         self.store = store
         self.progress = progress
-        self.queue: "queue.Queue[tuple[dict[int, MessageFields], list[ChunkVector], bool] | None]" = queue.Queue(2)
+        self.queue: queue.Queue[tuple[dict[int, MessageFields], list[ChunkVector], bool] | None] = queue.Queue(2)
         self.error: BaseException | None = None
         self.written = 0
         self.thread = threading.Thread(target=self._run, name="oaken-vector-writer", daemon=True)
@@ -317,10 +359,16 @@ class _Writer:
         return self.written
 
 
-def _embed_messages(store: VectorStore, index: "KeywordIndex", raw: "Store", embedder: Embedder,
-                    messages: Sequence[int], progress: Callable[[int], None] | None,
-                    stop: threading.Event | None = None, has_rows: set[int] | frozenset[int] = frozenset()
-                    ) -> tuple[int, int]:
+def _embed_messages(
+    store: VectorStore,
+    index: KeywordIndex,
+    raw: Store,
+    embedder: Embedder,
+    messages: Sequence[int],
+    progress: Callable[[int], None] | None,
+    stop: threading.Event | None = None,
+    has_rows: set[int] | frozenset[int] = frozenset(),
+) -> tuple[int, int]:
     """Embed every body chunk of `messages`, in windows of about WINDOW_CHUNKS chunks
     (STOPPABLE_WINDOW_CHUNKS when `stop` may end the pass)."""
     if not messages:
@@ -335,24 +383,31 @@ def _embed_messages(store: VectorStore, index: "KeywordIndex", raw: "Store", emb
                     break
                 metas = raw.metas({c.message for c in window})
                 chunks = [c for c in window if c.message in metas]  # deleted from raw.db meanwhile
-                vectors, n = embed_cached([embed_text(c) for c in chunks], model=embedder.fingerprint,
-                                          dim=embedder.dim, cache=cache, encode=embedder.embed_documents)
+                vectors, n = embed_cached(
+                    [embed_text(c) for c in chunks],
+                    model=embedder.fingerprint,
+                    dim=embedder.dim,
+                    cache=cache,
+                    encode=embedder.embed_documents,
+                )
                 encoded += n
                 fields = {m: MessageFields.from_meta(meta) for m, meta in metas.items()}
-                writer.put(fields, [ChunkVector(c.id, c.message, v) for c, v in zip(chunks, vectors)],
-                           fresh=has_rows.isdisjoint(fields))
+                writer.put(
+                    fields,
+                    [ChunkVector(c.id, c.message, v) for c, v in zip(chunks, vectors)],
+                    fresh=has_rows.isdisjoint(fields),
+                )
     finally:
         written = writer.close()
     return written, encoded
 
 
-def _message_windows(index: "KeywordIndex", messages: Sequence[int], size: int
-                     ) -> "Iterator[list[StoredChunk]]":
+def _message_windows(index: KeywordIndex, messages: Sequence[int], size: int) -> Iterator[list[StoredChunk]]:
     """Body chunks of `messages` in their order, cut into windows that never split a message."""
     step = 256
     window: list[StoredChunk] = []
     for i in range(0, len(messages), step):
-        part = messages[i:i + step]
+        part = messages[i : i + step]
         by_message: dict[int, list[StoredChunk]] = {}
         for c in index.chunks_of(part, kind="body"):
             by_message.setdefault(c.message, []).append(c)

@@ -78,13 +78,18 @@ class Fidelity:
     reason: str  # why it failed, or "" when it passed
 
     def describe(self) -> str:
-        return (f"cosine to torch fp32 {self.cos_mean:.4f} mean / {self.cos_min:.4f} min, "
-                f"top-{TOP_K} overlap {self.overlap:.3f} on {self.documents} chunks and {self.queries} queries")
+        return (
+            f"cosine to torch fp32 {self.cos_mean:.4f} mean / {self.cos_min:.4f} min, "
+            f"top-{TOP_K} overlap {self.overlap:.3f} on {self.documents} chunks and {self.queries} queries"
+        )
 
 
-def embed_sample(embedder: "Embedder", sample: Sample) -> Vectors:
-    return Vectors(np.asarray(embedder.embed_documents(list(sample.documents)), dtype=np.float32),
-                   np.asarray(embedder.embed_documents(list(sample.queries)), dtype=np.float32), sample.digest())
+def embed_sample(embedder: Embedder, sample: Sample) -> Vectors:
+    return Vectors(
+        np.asarray(embedder.embed_documents(list(sample.documents)), dtype=np.float32),
+        np.asarray(embedder.embed_documents(list(sample.queries)), dtype=np.float32),
+        sample.digest(),
+    )
 
 
 def top_k(queries: np.ndarray, documents: np.ndarray, k: int = TOP_K) -> np.ndarray:
@@ -107,9 +112,15 @@ def measure(backend: str, identity: str, vectors: Vectors, ref: Vectors) -> Fide
     allcos = np.concatenate([cos, qcos])
     cos_mean, cos_min = float(allcos.mean()), float(allcos.min())
     ov = overlap(vectors.queries, vectors.documents, ref)
-    failures = [f"{name} {value:.4f} < {limit}" for name, value, limit in
-                (("cosine mean", cos_mean, COS_MEAN), ("cosine min", cos_min, COS_MIN), ("top-10 overlap", ov, OVERLAP))
-                if value < limit]
+    failures = [
+        f"{name} {value:.4f} < {limit}"
+        for name, value, limit in (
+            ("cosine mean", cos_mean, COS_MEAN),
+            ("cosine min", cos_min, COS_MIN),
+            ("top-10 overlap", ov, OVERLAP),
+        )
+        if value < limit
+    ]
     return Fidelity(backend, identity, len(cos), len(qcos), cos_mean, cos_min, ov, not failures, "; ".join(failures))
 
 
@@ -148,8 +159,13 @@ class FidelityStore:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         path, npz = self._paths(backend)
         tmp = npz.with_suffix(".tmp.npz")
-        np.savez(tmp, documents=vectors.documents, queries=vectors.queries, identity=np.array(identity),
-                 sample=np.array(vectors.sample))
+        np.savez(
+            tmp,
+            documents=vectors.documents,
+            queries=vectors.queries,
+            identity=np.array(identity),
+            sample=np.array(vectors.sample),
+        )
         tmp.replace(npz)
         if result is not None:
             tmp_json = path.with_suffix(".tmp")
@@ -161,8 +177,9 @@ def identity_of(backend: str, artifact: str, sample: Sample) -> str:
     return f"{backend}|{artifact}|{sample.digest()}|check-v{CHECK_VERSION}"
 
 
-def reference_vectors(store: FidelityStore, sample: Sample, artifact: str,
-                      load_reference: Callable[[], "Embedder"]) -> Vectors:
+def reference_vectors(
+    store: FidelityStore, sample: Sample, artifact: str, load_reference: Callable[[], Embedder]
+) -> Vectors:
     """torch fp32's vectors of the sample, computed once per data directory and weights."""
     identity = identity_of(REFERENCE, artifact, sample)
     ref = store.vectors(REFERENCE, identity)
@@ -172,9 +189,16 @@ def reference_vectors(store: FidelityStore, sample: Sample, artifact: str,
     return ref
 
 
-def check(backend: str, embedder: "Embedder", *, store: FidelityStore, artifact: str,
-          reference_artifact: str, load_reference: Callable[[], "Embedder"],
-          sample: Sample | None = None) -> Fidelity:
+def check(
+    backend: str,
+    embedder: Embedder,
+    *,
+    store: FidelityStore,
+    artifact: str,
+    reference_artifact: str,
+    load_reference: Callable[[], Embedder],
+    sample: Sample | None = None,
+) -> Fidelity:
     """The cached result for this backend's identity, or a new measurement (then cached)."""
     sample = sample or load_sample()
     identity = identity_of(backend, artifact, sample)
@@ -194,8 +218,9 @@ def require(result: Fidelity) -> None:
         raise VectorUnavailable(
             "no_embedder",
             f"[embedder] backend {result.backend!r} failed its fidelity check against torch fp32 "
-            f"({result.reason}; {result.describe()}): it is not used; set [embedder] backend = \"auto\" "
-            f"or \"torch-fp32\"")
+            f'({result.reason}; {result.describe()}): it is not used; set [embedder] backend = "auto" '
+            f'or "torch-fp32"',
+        )
 
 
 def compatible(doc_backend: str, query_backend: str, store: FidelityStore) -> bool:
@@ -207,7 +232,13 @@ def compatible(doc_backend: str, query_backend: str, store: FidelityStore) -> bo
     ref = store.vectors(REFERENCE)
     docs = _passed_vectors(store, doc_backend)
     queries = _passed_vectors(store, query_backend)
-    if ref is None or docs is None or queries is None or not ref.sample or {docs.sample, queries.sample} != {ref.sample}:
+    if (
+        ref is None
+        or docs is None
+        or queries is None
+        or not ref.sample
+        or {docs.sample, queries.sample} != {ref.sample}
+    ):
         return False
     return overlap(queries.queries, docs.documents, ref) >= OVERLAP
 

@@ -24,7 +24,7 @@ class Sample:
         blob = json.dumps([self.documents, self.queries], ensure_ascii=False).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
-    def subset(self, documents: int, queries: int) -> "Sample":
+    def subset(self, documents: int, queries: int) -> Sample:
         """A smaller check (tests): the first `documents` chunks and `queries` queries."""
         return Sample(self.calibration[:documents], self.documents[:documents], self.queries[:queries])
 

@@ -55,10 +55,22 @@ def _fields(meta: MessageMeta, parts: Parts | None = None) -> keyword.MessageFie
     if meta.problem:
         problem = f"{meta.problem}; {problem}" if problem else meta.problem
     return keyword.MessageFields(
-        id=meta.id, account=meta.account, message_id=meta.message_id, content_hash=meta.content_hash,
-        date=meta.date, subject=meta.subject, sender_name=meta.sender_name, sender_addr=meta.sender_addr,
-        to=meta.to, cc=meta.cc, thread=meta.thread, disposition=meta.triage.disposition,
-        labels=meta.labels, folders=meta.folders, attachment_names=names, attachment_types=types,
+        id=meta.id,
+        account=meta.account,
+        message_id=meta.message_id,
+        content_hash=meta.content_hash,
+        date=meta.date,
+        subject=meta.subject,
+        sender_name=meta.sender_name,
+        sender_addr=meta.sender_addr,
+        to=meta.to,
+        cc=meta.cc,
+        thread=meta.thread,
+        disposition=meta.triage.disposition,
+        labels=meta.labels,
+        folders=meta.folders,
+        attachment_names=names,
+        attachment_types=types,
         problem=problem,
     )
 
@@ -119,8 +131,12 @@ def _keyword_pass(cfg: Config, data_dir: Path, *, progress: Progress | None, reb
                 writer.close()
         if writer is None or reason is not None:
             if reason is not None:
-                log.get("oaken.index").warning("index.rebuilding", path=str(keyword.index_path(data_dir)),
-                                               reason=reason, note="building a new index.db from raw.db beside it")
+                log.get("oaken.index").warning(
+                    "index.rebuilding",
+                    path=str(keyword.index_path(data_dir)),
+                    reason=reason,
+                    note="building a new index.db from raw.db beside it",
+                )
             keyword.discard_leftovers(data_dir)
             writer = keyword.KeywordWriter.build(data_dir)
             try:
@@ -131,8 +147,9 @@ def _keyword_pass(cfg: Config, data_dir: Path, *, progress: Progress | None, reb
                 writer.discard()
                 raise
             _SOUND.add(_identity(keyword.index_path(data_dir), generation))  # built here: checked by building
-    report = IndexReport(**counts, seq=seq, seconds=time.perf_counter() - started, rebuilt=reason is not None,
-                         rebuild_reason=reason)
+    report = IndexReport(
+        **counts, seq=seq, seconds=time.perf_counter() - started, rebuilt=reason is not None, rebuild_reason=reason
+    )
     log.get("oaken.index").info("index.keyword_done", **{k: v for k, v in report.__dict__.items() if k != "vectors"})
     return report
 
@@ -193,8 +210,15 @@ def _live_writer(data_dir: Path, store: Store) -> keyword.KeywordWriter | str | 
     return writer
 
 
-def _follow(store: Store, writer: keyword.KeywordWriter, cfg: Config, counts: dict[str, int],
-            progress: Progress | None, *, fresh: bool) -> int:
+def _follow(
+    store: Store,
+    writer: keyword.KeywordWriter,
+    cfg: Config,
+    counts: dict[str, int],
+    progress: Progress | None,
+    *,
+    fresh: bool,
+) -> int:
     """Follow raw.db's change feed from where `writer`'s index.db stands; returns the seq reached."""
     parser = ParsePool()
     try:
@@ -227,8 +251,9 @@ class _Batch:
     parsed: Callable[[], list[Parts]]
 
 
-def _prepare(store: Store, writer: keyword.KeywordWriter, cfg: Config, changes: list[Change], fresh: bool,
-             parser: ParsePool) -> _Batch | None:
+def _prepare(
+    store: Store, writer: keyword.KeywordWriter, cfg: Config, changes: list[Change], fresh: bool, parser: ParsePool
+) -> _Batch | None:
     """Sort a batch of the feed into deletions, field updates and messages to parse (started now)."""
     if not changes:
         return None
@@ -302,8 +327,7 @@ def behind(cfg: Config) -> bool:
         return True  # stale, damaged or locked: the pass rebuilds it or reports why not
 
 
-def _vector_pass(cfg: Config, progress: Progress | None, stop: threading.Event | None = None
-                 ) -> dict[str, Any] | None:
+def _vector_pass(cfg: Config, progress: Progress | None, stop: threading.Event | None = None) -> dict[str, Any] | None:
     """The embedding pass of the vector side, after the keyword pass; its failure is reported, not
     raised: keyword search is complete without it."""
     problem = extras.vectors_problem(cfg.embedder.model)
@@ -325,14 +349,21 @@ def _vector_pass(cfg: Config, progress: Progress | None, stop: threading.Event |
             raise
         # LanceDB commits a version whole or not at all: what was stored stays; the rest is pending
         message = diskspace.full_message(
-            vectors_dir, fix="run `oaken reindex`: embedding goes on with the chunks still pending")
+            vectors_dir, fix="run `oaken reindex`: embedding goes on with the chunks still pending"
+        )
         log.get("oaken.index").warning("index.vectors_failed", error=message)
         return {"error": message, "code": "disk_full"}
     return dataclasses.asdict(report) if dataclasses.is_dataclass(report) else {"result": report}
 
 
-def update(config: Config | None = None, *, keyword_only: bool = False, progress: Progress | None = None,
-           vector_progress: Progress | None = None, stop: threading.Event | None = None) -> IndexReport:
+def update(
+    config: Config | None = None,
+    *,
+    keyword_only: bool = False,
+    progress: Progress | None = None,
+    vector_progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> IndexReport:
     """Index what changed in raw.db since the last run: keyword first, then (unless keyword_only) vectors.
     `stop` (the daemon stopping) ends the vector pass early; what it left stays pending.
 
@@ -357,8 +388,14 @@ def _drop_vectors(data_dir: Path, cfg: Config) -> None:
     vectors.drop(data_dir, rebuilding="asked for (--rebuild)" if cfg.embedder.model != "none" else None)
 
 
-def reindex(config: Config | None = None, *, rebuild: bool = False, keyword_only: bool = False,
-            progress: Progress | None = None, vector_progress: Progress | None = None) -> IndexReport:
+def reindex(
+    config: Config | None = None,
+    *,
+    rebuild: bool = False,
+    keyword_only: bool = False,
+    progress: Progress | None = None,
+    vector_progress: Progress | None = None,
+) -> IndexReport:
     """`oaken reindex`: bring the indexes up to date; with rebuild, build them again from raw.db.
 
     It holds the writer lock for the whole run: a second `oaken reindex` (or the daemon's

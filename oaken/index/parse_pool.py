@@ -24,12 +24,22 @@ def parse_parts(job: Job) -> Parts:
     try:
         chunks = chunking.chunk(parsed, index_cfg, subject=subject)
     except (Exception, RecursionError) as e:  # noqa: BLE001 - never stop indexing: keep the headers
-        parsed = mail.ParsedMessage(raw_headers=parsed.raw_headers, body="", quoted="", signature="",
-                                    from_html=False, problem=f"chunking failed: {type(e).__name__}: {e}"[:300])
+        parsed = mail.ParsedMessage(
+            raw_headers=parsed.raw_headers,
+            body="",
+            quoted="",
+            signature="",
+            from_html=False,
+            problem=f"chunking failed: {type(e).__name__}: {e}"[:300],
+        )
         chunks = chunking.chunk(parsed, index_cfg, subject=subject)
     atts = parsed.attachments
-    return (tuple(a.name for a in atts if a.name), tuple(dict.fromkeys(a.content_type for a in atts)),
-            parsed.problem, [(c.kind, c.tokens, c.text) for c in chunks])
+    return (
+        tuple(a.name for a in atts if a.name),
+        tuple(dict.fromkeys(a.content_type for a in atts)),
+        parsed.problem,
+        [(c.kind, c.tokens, c.text) for c in chunks],
+    )
 
 
 class ParsePool:
@@ -50,8 +60,11 @@ class ParsePool:
             try:
                 method = processes.start_method()
                 self._pool = ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context(method), initializer=processes.die_with_parent,
-                    initargs=(processes.libc() if method == "fork" else None,))
+                    max_workers=1,
+                    mp_context=multiprocessing.get_context(method),
+                    initializer=processes.die_with_parent,
+                    initargs=(processes.libc() if method == "fork" else None,),
+                )
             except (OSError, ValueError):
                 return None
         return self._pool
@@ -62,7 +75,7 @@ class ParsePool:
         if pool is None:
             return lambda: [parse_parts(j) for j in jobs]
         cut = int(len(jobs) * self.MINE)
-        theirs = [pool.submit(_parse_many, jobs[i:i + 32]) for i in range(cut, len(jobs), 32)]
+        theirs = [pool.submit(_parse_many, jobs[i : i + 32]) for i in range(cut, len(jobs), 32)]
 
         def finish() -> list[Parts]:
             out = [parse_parts(j) for j in jobs[:cut]]
@@ -71,7 +84,7 @@ class ParsePool:
                     out.extend(future.result())
                 except BrokenProcessPool:  # the worker died (out of memory?): do its share here
                     self._pool = None
-                    out.extend(parse_parts(j) for j in jobs[cut + 32 * n:cut + 32 * (n + 1)])
+                    out.extend(parse_parts(j) for j in jobs[cut + 32 * n : cut + 32 * (n + 1)])
             return out
 
         return finish

@@ -91,6 +91,7 @@ def rebuilt(data_dir: Path) -> None:
 
 # ---- the embedding pass's records ----------------------------------------------------------------
 
+
 def chunker_version() -> str:
     from oaken.chunking import CHUNKER_VERSION
 
@@ -99,8 +100,12 @@ def chunker_version() -> str:
 
 def _settings(config: Config) -> dict:
     """What decides which embedder a pass loads and how the store is kept."""
-    return {"model": config.embedder.model, "backend": config.embedder.backend, "chunker": chunker_version(),
-            "ann_min_rows": config.index.vector_ann_min_rows}
+    return {
+        "model": config.embedder.model,
+        "backend": config.embedder.backend,
+        "chunker": chunker_version(),
+        "ann_min_rows": config.index.vector_ann_min_rows,
+    }
 
 
 def read_last_pass(data_dir: Path, config: Config) -> dict | None:
@@ -109,15 +114,24 @@ def read_last_pass(data_dir: Path, config: Config) -> dict | None:
         record = json.loads((vectors_path(data_dir) / LAST_PASS_FILE).read_text())
     except (OSError, ValueError):
         return None
-    ok = isinstance(record, dict) and record.get("settings") == _settings(config) and \
-        isinstance(record.get("fingerprint"), dict)
+    ok = (
+        isinstance(record, dict)
+        and record.get("settings") == _settings(config)
+        and isinstance(record.get("fingerprint"), dict)
+    )
     return record if ok else None
 
 
-def write_last_pass(data_dir: Path, config: Config, fp: Fingerprint, raw_seq: int,
-                    index_state: tuple[int, int, int, str], chunks: int) -> None:
-    record = {"settings": _settings(config), "fingerprint": json.loads(fp.key()), "raw_seq": raw_seq,
-              "index": list(index_state), "chunks": chunks}
+def write_last_pass(
+    data_dir: Path, config: Config, fp: Fingerprint, raw_seq: int, index_state: tuple[int, int, int, str], chunks: int
+) -> None:
+    record = {
+        "settings": _settings(config),
+        "fingerprint": json.loads(fp.key()),
+        "raw_seq": raw_seq,
+        "index": list(index_state),
+        "chunks": chunks,
+    }
     write_json(vectors_path(data_dir) / LAST_PASS_FILE, record)
 
 

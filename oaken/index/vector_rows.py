@@ -31,7 +31,7 @@ class Fingerprint:
         return json.dumps({"model": self.model, "dim": self.dim, "chunker": self.chunker}, sort_keys=True)
 
     @classmethod
-    def from_key(cls, key: str | bytes) -> "Fingerprint":
+    def from_key(cls, key: str | bytes) -> Fingerprint:
         d = json.loads(key)
         return cls(str(d["model"]), int(d["dim"]), str(d["chunker"]))
 
@@ -55,12 +55,18 @@ class MessageFields:
     thread: int
 
     @classmethod
-    def from_meta(cls, m: "MessageMeta") -> "MessageFields":
+    def from_meta(cls, m: MessageMeta) -> MessageFields:
         return cls(
-            message=m.id, account=m.account, date=m.date,
-            sender=f"{m.sender_name} <{m.sender_addr}>", to_addrs="\n".join(m.to), cc_addrs="\n".join(m.cc),
-            labels=m.labels, folders=m.folders,
-            disposition=m.triage.disposition, thread=m.thread,
+            message=m.id,
+            account=m.account,
+            date=m.date,
+            sender=f"{m.sender_name} <{m.sender_addr}>",
+            to_addrs="\n".join(m.to),
+            cc_addrs="\n".join(m.cc),
+            labels=m.labels,
+            folders=m.folders,
+            disposition=m.triage.disposition,
+            thread=m.thread,
         )
 
 
@@ -152,23 +158,26 @@ def where_sql(f: VectorFilters) -> str | None:
 def schema_of(fp: Fingerprint, generation: str = "") -> Any:
     import pyarrow as pa
 
-    return pa.schema([
-        ("chunk_id", pa.int64()),
-        ("message", pa.int64()),
-        ("account", pa.string()),
-        ("model", pa.string()),
-        ("dim", pa.int32()),
-        ("chunker", pa.string()),
-        ("date", pa.int64()),
-        ("sender", pa.string()),
-        ("to_addrs", pa.string()),
-        ("cc_addrs", pa.string()),
-        ("labels", pa.list_(pa.string())),
-        ("folders", pa.list_(pa.string())),
-        ("disposition", pa.string()),
-        ("thread", pa.int64()),
-        ("vector", pa.list_(pa.float32(), fp.dim)),
-    ], metadata={META_KEY: fp.key().encode(), GENERATION_KEY: generation.encode()})
+    return pa.schema(
+        [
+            ("chunk_id", pa.int64()),
+            ("message", pa.int64()),
+            ("account", pa.string()),
+            ("model", pa.string()),
+            ("dim", pa.int32()),
+            ("chunker", pa.string()),
+            ("date", pa.int64()),
+            ("sender", pa.string()),
+            ("to_addrs", pa.string()),
+            ("cc_addrs", pa.string()),
+            ("labels", pa.list_(pa.string())),
+            ("folders", pa.list_(pa.string())),
+            ("disposition", pa.string()),
+            ("thread", pa.int64()),
+            ("vector", pa.list_(pa.float32(), fp.dim)),
+        ],
+        metadata={META_KEY: fp.key().encode(), GENERATION_KEY: generation.encode()},
+    )
 
 
 FIELD_COLUMNS = ("account", "date", "sender", "to_addrs", "cc_addrs", "labels", "folders", "disposition", "thread")
@@ -176,9 +185,14 @@ FIELD_COLUMNS = ("account", "date", "sender", "to_addrs", "cc_addrs", "labels", 
 
 def normal(f: MessageFields) -> MessageFields:
     """Strings that filters match case-insensitively are stored lower-cased."""
-    return replace(f, sender=f.sender.lower(), to_addrs=f.to_addrs.lower(), cc_addrs=f.cc_addrs.lower(),
-                   labels=tuple(sorted({x.lower() for x in f.labels})),
-                   folders=tuple(sorted({x.lower() for x in f.folders})))
+    return replace(
+        f,
+        sender=f.sender.lower(),
+        to_addrs=f.to_addrs.lower(),
+        cc_addrs=f.cc_addrs.lower(),
+        labels=tuple(sorted({x.lower() for x in f.labels})),
+        folders=tuple(sorted({x.lower() for x in f.folders})),
+    )
 
 
 def arrow_table(fp: Fingerprint, fields: Mapping[int, MessageFields], chunks: Sequence[ChunkVector]) -> Any:
@@ -192,8 +206,11 @@ def arrow_table(fp: Fingerprint, fields: Mapping[int, MessageFields], chunks: Se
         matrix[i] = c.vector
     fs = [normal(fields[c.message]) for c in chunks]
     cols: dict[str, Any] = {
-        "chunk_id": [c.chunk_id for c in chunks], "message": [c.message for c in chunks],
-        "model": [fp.model] * n, "dim": [fp.dim] * n, "chunker": [fp.chunker] * n,
+        "chunk_id": [c.chunk_id for c in chunks],
+        "message": [c.message for c in chunks],
+        "model": [fp.model] * n,
+        "dim": [fp.dim] * n,
+        "chunker": [fp.chunker] * n,
     }
     for name in FIELD_COLUMNS:
         cols[name] = [getattr(f, name) for f in fs]

@@ -29,10 +29,32 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from oaken.errors import VectorUnavailable
-from oaken.index.vector_files import STATE_FILE, mark_rebuilding, read_state, rebuilding, vectors_path, write_json
-from oaken.index.vector_files import REBUILDING_FILE, drop, rebuilt  # noqa: F401 - re-exported
-from oaken.index.vector_rows import (FIELD_COLUMNS, GENERATION_KEY, META_KEY, ChunkVector, Fingerprint, MessageFields,
-                                     VectorChunkHit, VectorFilters, arrow_table, ids_sql, normal, schema_of, where_sql)
+from oaken.index.vector_files import (  # noqa: F401 - re-exported
+    REBUILDING_FILE,
+    STATE_FILE,
+    drop,
+    mark_rebuilding,
+    read_state,
+    rebuilding,
+    rebuilt,
+    vectors_path,
+    write_json,
+)
+from oaken.index.vector_rows import (
+    FIELD_COLUMNS,
+    GENERATION_KEY,
+    META_KEY,
+    ChunkVector,
+    Fingerprint,
+    MessageFields,
+    VectorChunkHit,
+    VectorFilters,
+    arrow_table,
+    ids_sql,
+    normal,
+    schema_of,
+    where_sql,
+)
 
 TABLE = "chunks"
 # Defaults; [index] settings of the same names override them (see `store_settings`).
@@ -67,13 +89,18 @@ def ann_partitions(rows: int) -> int | None:
 class VectorStore:
     """The `chunks` table of vectors/. Writers and readers may be separate processes."""
 
-    def __init__(self, data_dir: Path, *, ann_min_rows: int = ANN_MIN_ROWS,
-                 retention_seconds: float = RETENTION_SECONDS, maintain_every: int = MAINTAIN_EVERY,
-                 create: bool = False):
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        ann_min_rows: int = ANN_MIN_ROWS,
+        retention_seconds: float = RETENTION_SECONDS,
+        maintain_every: int = MAINTAIN_EVERY,
+        create: bool = False,
+    ):
         self.path = vectors_path(data_dir)
         if not self.path.is_dir() and not create:
-            raise VectorUnavailable("no_vector_store", f"{self.path}: no vector store yet; "
-                                                       "`oaken reindex` builds it")
+            raise VectorUnavailable("no_vector_store", f"{self.path}: no vector store yet; `oaken reindex` builds it")
         import lancedb
 
         self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -95,8 +122,9 @@ class VectorStore:
             try:
                 self._table = self.db.open_table(TABLE)
             except (FileNotFoundError, ValueError) as exc:
-                raise VectorUnavailable("no_vector_store", f"{self.path}: holds no table {TABLE!r}; "
-                                                           "`oaken reindex` builds it") from exc
+                raise VectorUnavailable(
+                    "no_vector_store", f"{self.path}: holds no table {TABLE!r}; `oaken reindex` builds it"
+                ) from exc
         return self._table
 
     def exists(self) -> bool:
@@ -121,9 +149,12 @@ class VectorStore:
         found = self.fingerprint()
         if found != expected:
             what = found.describe() if found else "an unknown model"
-            raise VectorUnavailable("model_mismatch", f"{self.path}: vectors of {what}, but the configuration "
-                                                      f"wants {expected.describe()}; they are stale and not "
-                                                      "searched until `oaken reindex` rebuilds them")
+            raise VectorUnavailable(
+                "model_mismatch",
+                f"{self.path}: vectors of {what}, but the configuration "
+                f"wants {expected.describe()}; they are stale and not "
+                "searched until `oaken reindex` rebuilds them",
+            )
         self.check_whole()
 
     def check_whole(self) -> None:
@@ -132,12 +163,16 @@ class VectorStore:
         may begin in between."""
         marker = rebuilding(self.path.parent)
         if marker is not None:
-            raise VectorUnavailable("no_vectors", f"{self.path}: being rebuilt ({marker.get('reason', 'stale')}); "
-                                                  "not searched until every chunk is embedded again "
-                                                  "(`oaken reindex`, or the daemon)")
+            raise VectorUnavailable(
+                "no_vectors",
+                f"{self.path}: being rebuilt ({marker.get('reason', 'stale')}); "
+                "not searched until every chunk is embedded again "
+                "(`oaken reindex`, or the daemon)",
+            )
 
-    def ensure(self, fp: Fingerprint, *, rebuild: bool = False, generation: str | None = None,
-               reason: str = "asked for") -> bool:
+    def ensure(
+        self, fp: Fingerprint, *, rebuild: bool = False, generation: str | None = None, reason: str = "asked for"
+    ) -> bool:
         """Make sure the table exists for `fp` (and, given, the index.db `generation` whose chunk
         ids its rows carry); a table of another fingerprint or generation, or with the columns of
         another Oaken version, or any table with `rebuild` (for `reason`), is dropped, and the new
@@ -201,8 +236,13 @@ class VectorStore:
         fp = self.fingerprint()
         assert fp is not None
         data = arrow_table(fp, fields, chunks)
-        (table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all()
-         .when_not_matched_by_source_delete(f"message IN ({ids_sql(fields)})").execute(data))
+        (
+            table.merge_insert("chunk_id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(f"message IN ({ids_sql(fields)})")
+            .execute(data)
+        )
         self._wrote()
 
     def insert(self, fields: Mapping[int, MessageFields], chunks: Sequence[ChunkVector]) -> None:
@@ -244,8 +284,12 @@ class VectorStore:
         fs = [normal(by_message[r["message"]]) for r in rows]
         schema = self.table().schema
         cols = FIELD_COLUMNS
-        data = pa.table({"chunk_id": pa.array([r["chunk_id"] for r in rows], pa.int64()),
-                         **{c: pa.array([getattr(f, c) for f in fs], schema.field(c).type) for c in cols}})
+        data = pa.table(
+            {
+                "chunk_id": pa.array([r["chunk_id"] for r in rows], pa.int64()),
+                **{c: pa.array([getattr(f, c) for f in fs], schema.field(c).type) for c in cols},
+            }
+        )
         self.table().merge_insert("chunk_id").when_matched_update_all().execute(data)
         self._wrote()
 
@@ -262,8 +306,12 @@ class VectorStore:
         which is otherwise kept."""
         self._state_written = time.monotonic()
         fp = self.fingerprint()
-        state = {"fingerprint": json.loads(fp.key()) if fp else None, "rows": self.count(),
-                 "written_at": time.time(), "backends": self.backends() if backends is None else backends}
+        state = {
+            "fingerprint": json.loads(fp.key()) if fp else None,
+            "rows": self.count(),
+            "written_at": time.time(),
+            "backends": self.backends() if backends is None else backends,
+        }
         write_json(self.path / STATE_FILE, state)
 
     # ---- maintenance ------------------------------------------------------------------------
@@ -276,8 +324,14 @@ class VectorStore:
         if index and not out["indexed"] and self.count() >= self.ann_min_rows:
             from lancedb.index import IvfHnswSq
 
-            table.create_index("vector", config=IvfHnswSq(distance_type="cosine", ef_construction=ANN_EF_CONSTRUCTION,
-                                                          num_partitions=ann_partitions(self.count())))
+            table.create_index(
+                "vector",
+                config=IvfHnswSq(
+                    distance_type="cosine",
+                    ef_construction=ANN_EF_CONSTRUCTION,
+                    num_partitions=ann_partitions(self.count()),
+                ),
+            )
             out["indexed"] = True
         table.optimize()  # compaction and index update; its own cleanup keeps a week of versions
         older = self._safe_older_than()
@@ -309,16 +363,16 @@ class VectorStore:
         return (latest - safe["timestamp"]) + retention
 
     def has_index(self) -> bool:
-        return any("vector" in (getattr(i, "columns", None) or [])
-                   for i in self.table().list_indices())
+        return any("vector" in (getattr(i, "columns", None) or []) for i in self.table().list_indices())
 
     def size_bytes(self) -> int:
         return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
 
     # ---- search -----------------------------------------------------------------------------
 
-    def search(self, query_vector: np.ndarray, filters: VectorFilters = VectorFilters(),
-               limit: int = 50) -> list[VectorChunkHit]:
+    def search(
+        self, query_vector: np.ndarray, filters: VectorFilters = VectorFilters(), limit: int = 50
+    ) -> list[VectorChunkHit]:
         """Nearest chunks by cosine among those the filters allow (prefiltered), best first.
 
         Every score is the true cosine of the query and the stored float32 vector, whatever path
@@ -368,6 +422,8 @@ def open_for_search(data_dir: Path, expected: Fingerprint) -> VectorStore:
     store = VectorStore(data_dir)
     store.check(expected)
     if store.count() == 0:
-        raise VectorUnavailable("no_vectors", f"{store.path}: no vectors yet; embedding runs behind keyword "
-                                              "indexing (`oaken reindex` or the daemon)")
+        raise VectorUnavailable(
+            "no_vectors",
+            f"{store.path}: no vectors yet; embedding runs behind keyword indexing (`oaken reindex` or the daemon)",
+        )
     return store

@@ -49,8 +49,9 @@ def held(data_dir: Path, purpose: str) -> Iterator[None]:
     with _GUARD:
         state = _HELD.setdefault(key, _Held())
     if not state.thread_lock.acquire(blocking=False):
-        log.get("oaken.index").warning("index.waiting_for_writer", data_dir=key,
-                                       holder="another thread of this process")
+        log.get("oaken.index").warning(
+            "index.waiting_for_writer", data_dir=key, holder="another thread of this process"
+        )
         state.thread_lock.acquire()
     try:
         if state.depth == 0:
@@ -79,8 +80,11 @@ def _take(path: Path, purpose: str) -> int:
         except BlockingIOError:
             holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
             log.get("oaken.index").warning(
-                "index.waiting_for_writer", lock=str(path), holder=holder,
-                note="another process is writing index.db or vectors/; this one goes on when it is done")
+                "index.waiting_for_writer",
+                lock=str(path),
+                holder=holder,
+                note="another process is writing index.db or vectors/; this one goes on when it is done",
+            )
             fcntl.flock(fd, fcntl.LOCK_EX)
         try:  # who holds it, for the next writer's message: on a full disk, left unsaid
             os.ftruncate(fd, 0)

@@ -35,8 +35,22 @@ if TYPE_CHECKING:
 # The socket's protocol: raised when a field of a request or a reply changes meaning or goes away.
 PROTOCOL = 1
 # What a client may pass: the keyword arguments of engine.search, nothing else.
-PARAMS = ("limit", "offset", "account", "thread", "sender", "after", "before", "labels", "disposition", "unread",
-          "categories", "min_priority", "sort", "explain")
+PARAMS = (
+    "limit",
+    "offset",
+    "account",
+    "thread",
+    "sender",
+    "after",
+    "before",
+    "labels",
+    "disposition",
+    "unread",
+    "categories",
+    "min_priority",
+    "sort",
+    "explain",
+)
 _sent = 0  # requests this process has sent: the id's second half
 
 
@@ -66,8 +80,9 @@ def ask_raw(config: Config, query: str, params: dict[str, Any], timeout: float =
     return ask_at(str(socket_path(config)), query, params, timeout)
 
 
-def ask_for(config: Config | None, query: str, params: dict[str, Any],
-            warn: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+def ask_for(
+    config: Config | None, query: str, params: dict[str, Any], warn: Callable[[str], None] | None = None
+) -> dict[str, Any] | None:
     """The answer of the daemon serving `config`'s data directory; with no config (no --config),
     of the one the usual config file names, found without loading the typed config.
 
@@ -97,8 +112,12 @@ def ask_at(path: str, query: str, params: dict[str, Any], timeout: float = 60.0)
     global _sent
     _sent += 1
     request_id = f"{os.getpid()}-{_sent}"
-    request = {"protocol": PROTOCOL, "id": request_id, "query": query,
-               "params": {k: v for k, v in params.items() if k in PARAMS}}
+    request = {
+        "protocol": PROTOCOL,
+        "id": request_id,
+        "query": query,
+        "params": {k: v for k, v in params.items() if k in PARAMS},
+    }
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         try:
@@ -127,16 +146,26 @@ def _answer(data: bytes, request_id: str) -> dict[str, Any]:
         raise DaemonError("the search daemon's answer is not a JSON object", True)
     protocol = answer.pop("protocol", None)
     if type(protocol) is not int or protocol != PROTOCOL:  # True == 1, but is no protocol
-        theirs = (f"protocol {protocol}" if type(protocol) is int else
-                  "no protocol (an oaken from before protocol 1)" if protocol is None else f"protocol {protocol!r}")
-        raise DaemonError(f"the running search daemon speaks {theirs}, this oaken protocol {PROTOCOL}: "
-                          "restart the daemon (`oaken sync --daemon`) with this oaken", True)
+        theirs = (
+            f"protocol {protocol}"
+            if type(protocol) is int
+            else "no protocol (an oaken from before protocol 1)"
+            if protocol is None
+            else f"protocol {protocol!r}"
+        )
+        raise DaemonError(
+            f"the running search daemon speaks {theirs}, this oaken protocol {PROTOCOL}: "
+            "restart the daemon (`oaken sync --daemon`) with this oaken",
+            True,
+        )
     answer_id = answer.pop("id", None)
     error = answer.get("error")
     # an error with no id: the daemon could not read this connection's request as far as its id
     if answer_id != request_id and not (answer_id is None and error is not None):
-        raise DaemonError(f"the search daemon answered another request (id {json.dumps(answer_id)}, "
-                          f"not {json.dumps(request_id)})", True)
+        raise DaemonError(
+            f"the search daemon answered another request (id {json.dumps(answer_id)}, not {json.dumps(request_id)})",
+            True,
+        )
     if error is None:
         return answer
     if answer.get("code") == "bad_request":  # this process would refuse the same parameters

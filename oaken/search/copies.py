@@ -14,7 +14,7 @@ page reaches are compared, walking the ranked list in order, so pages still join
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 MIN_WORDS = 20
 MIN_JACCARD = 0.8
@@ -36,7 +36,7 @@ def shingles(text: str) -> frozenset[int] | None:
     words = _WORD.findall(text.lower())
     if len(words) < MIN_WORDS:
         return None
-    return frozenset(hash(tuple(words[i:i + SHINGLE])) for i in range(len(words) - SHINGLE + 1))
+    return frozenset(hash(tuple(words[i : i + SHINGLE])) for i in range(len(words) - SHINGLE + 1))
 
 
 def _alike(a: frozenset[int], b: frozenset[int]) -> bool:
@@ -47,8 +47,9 @@ def _alike(a: frozenset[int], b: frozenset[int]) -> bool:
     return shared >= MIN_JACCARD * (len(small) + len(large) - shared)
 
 
-def fold(order: Sequence[T], message_of: Callable[[T], int], need: int, subjects: Subjects, bodies: Bodies,
-         block: int = 16) -> tuple[list[T], dict[int, tuple[int, ...]]]:
+def fold(
+    order: Sequence[T], message_of: Callable[[T], int], need: int, subjects: Subjects, bodies: Bodies, block: int = 16
+) -> tuple[list[T], dict[int, tuple[int, ...]]]:
     """`order` (best first) with each copy removed behind the first of its group, read until
     `need` groups are known (or the list ends); returns the folded list, whole, and for each
     message standing for others the copies it stands for (in rank order). Only subjects are read
@@ -67,7 +68,7 @@ def fold(order: Sequence[T], message_of: Callable[[T], int], need: int, subjects
 
     i = 0
     while i < len(order) and len(kept) < need:
-        chunk = order[i:i + block]
+        chunk = order[i : i + block]
         i += len(chunk)
         known = subjects([message_of(x) for x in chunk])
         for x in chunk:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 _DATE = re.compile(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})")
 _RELATIVE = re.compile(r"(\d{1,6})([dwmy])", re.I)
@@ -17,7 +17,7 @@ def day_start(value: str) -> int | None:
     if not m:
         return None
     try:
-        day = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=timezone.utc)
+        day = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=UTC)
     except ValueError:
         return None
     return int(day.timestamp())
@@ -37,7 +37,7 @@ def relative(value: str, now: float) -> int | None:
     if not m:
         return None
     amount, unit = int(m[1]), m[2].lower()
-    base = datetime.fromtimestamp(now, tz=timezone.utc)
+    base = datetime.fromtimestamp(now, tz=UTC)
     try:
         if unit == "d":
             when = base - timedelta(days=amount)

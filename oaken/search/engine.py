@@ -55,8 +55,14 @@ def _vector_precheck(cfg: Config, data_dir: Path, use: tuple[str, ...]) -> tuple
     if problem is not None:
         return False, "no_embedder", problem
     if not os.path.isdir(paths.vectors_dir(data_dir)):  # not oaken.index.vectors: it imports numpy
-        return False, "no_vector_store", (f"{data_dir / 'vectors'}: no vector store yet; `oaken reindex` or the "
-                                          "daemon builds it; keyword results only")
+        return (
+            False,
+            "no_vector_store",
+            (
+                f"{data_dir / 'vectors'}: no vector store yet; `oaken reindex` or the "
+                "daemon builds it; keyword results only"
+            ),
+        )
     return True, None, None
 
 
@@ -139,8 +145,10 @@ def _account(store: Store, cfg: Config, asked: Any, warnings: list[str]) -> str 
         name = known[0]
     if name is None:
         if known:
-            warnings.append(f"several accounts ({', '.join(known)}): a search covers one; pass --account / "
-                            "account=, or set default_account in the config")
+            warnings.append(
+                f"several accounts ({', '.join(known)}): a search covers one; pass --account / "
+                "account=, or set default_account in the config"
+            )
         else:
             warnings.append("no mail yet: run `oaken import` or `oaken sync` first")
         return None
@@ -160,30 +168,57 @@ class _Response:
         self.warnings: list[str] = []
         self.timings: dict[str, float] = {}
         self.parsed: query_mod.ParsedQuery | None = None
-        self.fields: dict[str, Any] = dict(mode="keyword", degraded=False, degraded_reason=None,
-                                           vector_coverage=_coverage(cfg, data_dir))
+        self.fields: dict[str, Any] = dict(
+            mode="keyword", degraded=False, degraded_reason=None, vector_coverage=_coverage(cfg, data_dir)
+        )
 
-    def __call__(self, hits: tuple[Hit, ...] = (), *, low_confidence: bool = False,
-                 traces: tuple[RetrieverTrace, ...] = (), weights: dict[str, float] | None = None,
-                 **fields: Any) -> SearchResponse:
+    def __call__(
+        self,
+        hits: tuple[Hit, ...] = (),
+        *,
+        low_confidence: bool = False,
+        traces: tuple[RetrieverTrace, ...] = (),
+        weights: dict[str, float] | None = None,
+        **fields: Any,
+    ) -> SearchResponse:
         self.timings["total"] = _ms(self.started)
         info = None
         if self.explain and self.parsed is not None:
             info = Explain(query_mod.describe(self.parsed), traces, self.cfg.search.rrf_k, weights or {})
-        return SearchResponse(hits=hits, low_confidence=low_confidence, warnings=tuple(dict.fromkeys(self.warnings)),
-                              timings=self.timings, explain=info, **{**self.fields, **fields})
+        return SearchResponse(
+            hits=hits,
+            low_confidence=low_confidence,
+            warnings=tuple(dict.fromkeys(self.warnings)),
+            timings=self.timings,
+            explain=info,
+            **{**self.fields, **fields},
+        )
 
     def degrade(self, reason: str) -> None:
         if not self.fields["degraded"]:
             self.fields.update(degraded=True, degraded_reason=reason)
 
 
-def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | None = None,
-           thread: int | None = None, sender: str | None = None, after: Any = None, before: Any = None,
-           labels: Sequence[str] | str | None = None, disposition: Sequence[str] | str | None = None,
-           unread: bool | None = None, categories: Sequence[str] | str | None = None,
-           min_priority: int | None = None, sort: str = "relevance", explain: bool = False,
-           retrievers: Sequence[str] = RETRIEVERS, config: Config | None = None) -> SearchResponse:
+def search(
+    query: str = "",
+    *,
+    limit: int = 10,
+    offset: int = 0,
+    account: str | None = None,
+    thread: int | None = None,
+    sender: str | None = None,
+    after: Any = None,
+    before: Any = None,
+    labels: Sequence[str] | str | None = None,
+    disposition: Sequence[str] | str | None = None,
+    unread: bool | None = None,
+    categories: Sequence[str] | str | None = None,
+    min_priority: int | None = None,
+    sort: str = "relevance",
+    explain: bool = False,
+    retrievers: Sequence[str] = RETRIEVERS,
+    config: Config | None = None,
+) -> SearchResponse:
     """Search one account's mail. See DESIGN.md "Query language" and "A hit and a response".
 
     `retrievers`: ("keyword",), ("vector",) or both (the default); the eval scores each alone
@@ -206,8 +241,17 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
     if not raw_path.exists():
         respond.warnings.append("no mail yet: run `oaken import` or `oaken sync` first")
         return respond()
-    fields = filters.Fields(thread=thread, sender=sender, after=after, before=before, labels=labels,
-                            disposition=disposition, unread=unread, categories=categories, min_priority=min_priority)
+    fields = filters.Fields(
+        thread=thread,
+        sender=sender,
+        after=after,
+        before=before,
+        labels=labels,
+        disposition=disposition,
+        unread=unread,
+        categories=categories,
+        min_priority=min_priority,
+    )
     ask_vector, reason, why = _vector_precheck(cfg, data_dir, use) if plan is not None else (False, None, None)
     if reason:
         respond.degrade(reason)
@@ -234,13 +278,15 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
             kw, unavailable = None, False
             if plan is None or "keyword" in use:
                 t = time.perf_counter()
-                kw, unavailable = _keyword_side(store, data_dir, cfg, plan, cons, want, respond.warnings,
-                                                details=want <= offset + limit)
+                kw, unavailable = _keyword_side(
+                    store, data_dir, cfg, plan, cons, want, respond.warnings, details=want <= offset + limit
+                )
                 respond.timings["keyword"] = _ms(t)
             vec, best_cosine, best_chunks = _vector_list(job, respond)
             if vec is not None and "keyword" in use:  # retrievers=("vector",) alone: the raw list
-                vec = _meaning_floor(cfg, vec, kw, narrowed=_narrowed(cons.index),
-                                     question=plan is not None and plan.question)
+                vec = _meaning_floor(
+                    cfg, vec, kw, narrowed=_narrowed(cons.index), question=plan is not None and plan.question
+                )
             lists = [lst for lst in (kw, vec) if lst is not None]
             if unavailable:
                 respond.fields["degraded"] = False
@@ -259,13 +305,19 @@ def search(query: str = "", *, limit: int = 10, offset: int = 0, account: str | 
             hits = hits_mod.page(store, lists, fused, sort=sort, offset=offset, limit=limit, fill=fill, fold=fold)
             if vec is not None and plan is not None:
                 listed = len(kw.ranked) if kw is not None and "keyword" in use else None
-                hits = hits_mod.meaning_hits(hits, best_chunks, data_dir, cfg, parsed, plan, listed,
-                                     weights.get("keyword", 1.0))
+                hits = hits_mod.meaning_hits(
+                    hits, best_chunks, data_dir, cfg, parsed, plan, listed, weights.get("keyword", 1.0)
+                )
             respond.timings["fetch"] = _ms(t)
     except apsw.Error as e:  # raw.db, the source of truth, cannot be read: a failure, not a degraded search
         raise (failure(raw_path, e, reading=True) or damaged(raw_path, e)) from None
-    return respond(hits, mode=mode, low_confidence=_low_confidence(cfg, plan, kw, vec, best_cosine),
-                   traces=tuple(lst.trace for lst in lists), weights=weights)
+    return respond(
+        hits,
+        mode=mode,
+        low_confidence=_low_confidence(cfg, plan, kw, vec, best_cosine),
+        traces=tuple(lst.trace for lst in lists),
+        weights=weights,
+    )
 
 
 def _depth(cfg: Config, plan: matching.MatchPlan | None, sort: str, need: int, *, fused: bool) -> int:
@@ -306,12 +358,24 @@ def _vector_list(job: Any, respond: _Response) -> tuple[RetrieverResult | None, 
 def _narrowed(f: Any) -> bool:
     """The query names which mail it means (a sender, recipient, subject word, date range, label,
     folder, thread or attachment), beyond the account and disposition every search has."""
-    return bool(f.senders or f.to or f.cc or f.subject_terms or f.after is not None or f.before is not None
-                or f.labels or f.folders or f.thread is not None or f.filename_terms or f.has_attachment is not None)
+    return bool(
+        f.senders
+        or f.to
+        or f.cc
+        or f.subject_terms
+        or f.after is not None
+        or f.before is not None
+        or f.labels
+        or f.folders
+        or f.thread is not None
+        or f.filename_terms
+        or f.has_attachment is not None
+    )
 
 
-def _meaning_floor(cfg: Config, vec: RetrieverResult, kw: RetrieverResult | None, *,
-                   narrowed: bool = False, question: bool = False) -> RetrieverResult:
+def _meaning_floor(
+    cfg: Config, vec: RetrieverResult, kw: RetrieverResult | None, *, narrowed: bool = False, question: bool = False
+) -> RetrieverResult:
     """The vector list without the hits found by meaning alone whose cosine is under the model's
     `[search] vector_min_cosine`: nearest is not related, and that tail only padded a list to its
     limit. A hit the keyword list holds stays whatever its cosine. Ranks are counted again from 1
@@ -339,8 +403,13 @@ def _meaning_floor(cfg: Config, vec: RetrieverResult, kw: RetrieverResult | None
     return RetrieverResult(vec.retriever, ranked, replace(vec.trace, kept=len(ranked)))
 
 
-def _low_confidence(cfg: Config, plan: matching.MatchPlan | None, kw: RetrieverResult | None,
-                    vec: RetrieverResult | None, best_cosine: float | None) -> bool:
+def _low_confidence(
+    cfg: Config,
+    plan: matching.MatchPlan | None,
+    kw: RetrieverResult | None,
+    vec: RetrieverResult | None,
+    best_cosine: float | None,
+) -> bool:
     """No strong match: no keyword hit holds every word, and either the question's identifiers and
     phrases are held by none of them (meaning cannot stand in for an identifier: the nearest
     "ERV memo 12/14/2001" is another day's memo), or (when meaning answered) the best cosine is
@@ -358,9 +427,16 @@ def _low_confidence(cfg: Config, plan: matching.MatchPlan | None, kw: RetrieverR
     return low_cosine(cfg, best_cosine)
 
 
-def _keyword_side(store: Store, data_dir: Path, cfg: Config, plan: matching.MatchPlan | None,
-                  cons: filters.Constraints, want: int, warnings: list[str],
-                  details: bool) -> tuple[RetrieverResult | None, bool]:
+def _keyword_side(
+    store: Store,
+    data_dir: Path,
+    cfg: Config,
+    plan: matching.MatchPlan | None,
+    cons: filters.Constraints,
+    want: int,
+    warnings: list[str],
+    details: bool,
+) -> tuple[RetrieverResult | None, bool]:
     """(the keyword list, whether index.db is unavailable). A query with no words lists by date."""
     try:
         with KeywordIndex(data_dir, cfg.index) as index:
@@ -372,11 +448,14 @@ def _keyword_side(store: Store, data_dir: Path, cfg: Config, plan: matching.Matc
         return None, True
     except QueryError as e:  # a MATCH FTS5 refused: a bug here, reported rather than raised
         warnings.append(f"the keyword index refused the query: {e}")
-        return RetrieverResult("keyword", (), RetrieverTrace("keyword", "error", plan.expression if plan else "")), False
+        return RetrieverResult(
+            "keyword", (), RetrieverTrace("keyword", "error", plan.expression if plan else "")
+        ), False
 
 
-def _weights(cfg: Config, parsed: query_mod.ParsedQuery, lists: Sequence[RetrieverResult], *,
-             question: bool = False) -> dict[str, float]:
+def _weights(
+    cfg: Config, parsed: query_mod.ParsedQuery, lists: Sequence[RetrieverResult], *, question: bool = False
+) -> dict[str, float]:
     """Each retriever's RRF weight; exact_boost multiplies the keyword weight (DESIGN.md Fusion).
     A question no keyword hit holds whole (each holds only keyword_min_match of its words) is
     described in other words than the mail's: its keyword list is mostly mail sharing a few

@@ -9,7 +9,7 @@ pass their candidates through `Constraints.admit`, so phrases and exclusions bin
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any, Sequence
 
 from oaken.config import DISPOSITIONS
@@ -50,8 +50,15 @@ class Constraints:
     dispositions: tuple[str, ...] = DEFAULT_DISPOSITIONS
     impossible: str | None = None  # why nothing can match (is:read with unread=True ...)
 
-    def admit(self, index: KeywordIndex, store: Store, candidates: Sequence[int], *,
-              index_filters_applied: bool = True, phrases_checked: bool = False) -> list[int]:
+    def admit(
+        self,
+        index: KeywordIndex,
+        store: Store,
+        candidates: Sequence[int],
+        *,
+        index_filters_applied: bool = True,
+        phrases_checked: bool = False,
+    ) -> list[int]:
         """The candidates that satisfy everything, in their order.
 
         `index_filters_applied`: the candidates came through `self.index` already (the keyword
@@ -74,15 +81,28 @@ class Constraints:
             held = index.tokens_present(keep, self.phrases)
             keep = {m for m in keep if len(held.get(m, ())) == len(set(self.phrases))}
         if keep:
-            keep = store.filter_messages(keep, unread=self.unread, starred=self.starred, categories=self.categories,
-                                         min_priority=self.min_priority, dispositions=self.dispositions)
+            keep = store.filter_messages(
+                keep,
+                unread=self.unread,
+                starred=self.starred,
+                categories=self.categories,
+                min_priority=self.min_priority,
+                dispositions=self.dispositions,
+            )
         return [m for m in ids if m in keep]
 
     @property
     def raw_filters(self) -> bool:
         """Whether candidates need more than index.db to be judged."""
-        return bool(self.also or self.exclude or self.excluded_terms or self.unread is not None
-                    or self.starred is not None or self.categories or self.min_priority is not None)
+        return bool(
+            self.also
+            or self.exclude
+            or self.excluded_terms
+            or self.unread is not None
+            or self.starred is not None
+            or self.categories
+            or self.min_priority is not None
+        )
 
 
 # Messages changed in raw.db since an index was written, beyond which the index's copy of
@@ -112,6 +132,7 @@ def _matching(index: KeywordIndex, group: KeywordFilters, ids: set[int]) -> set[
 
 # ---- building --------------------------------------------------------------------------------
 
+
 def _strings(value: Any, name: str, warnings: list[str]) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -135,17 +156,18 @@ def date_field(value: Any, name: str, warnings: list[str]) -> int | None:
     if isinstance(value, bool):
         pass
     elif isinstance(value, datetime):
-        return int((value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp())
+        return int((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp())
     elif isinstance(value, date):
-        return int(datetime(value.year, value.month, value.day, tzinfo=timezone.utc).timestamp())
+        return int(datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp())
     elif isinstance(value, (int, float)) and value == value and abs(value) < 1e13:
         return int(value)
     elif isinstance(value, str):
         day = day_start(value.strip())
         if day is not None:
             return day
-    warnings.append(f"{name}={value!r}: expected a date YYYY-MM-DD, a date/datetime or Unix seconds; "
-                    "it filters nothing")
+    warnings.append(
+        f"{name}={value!r}: expected a date YYYY-MM-DD, a date/datetime or Unix seconds; it filters nothing"
+    )
     return None
 
 
@@ -156,8 +178,9 @@ def _both(query_values: tuple[str, ...], field_values: tuple[str, ...]) -> tuple
     return query_values or field_values, ()
 
 
-def constraints(q: ParsedQuery, fields: Fields, *, account: str | None, categories: Sequence[str]
-                ) -> tuple[Constraints, list[str]]:
+def constraints(
+    q: ParsedQuery, fields: Fields, *, account: str | None, categories: Sequence[str]
+) -> tuple[Constraints, list[str]]:
     """Combine the parsed query with the API fields. Unreadable field values become warnings."""
     warnings: list[str] = []
     impossible = q.contradiction
@@ -184,8 +207,9 @@ def constraints(q: ParsedQuery, fields: Fields, *, account: str | None, categori
             elif low in DISPOSITIONS:
                 given.append(low)
             else:
-                warnings.append(f"disposition={d!r}: expected one of {', '.join(DISPOSITIONS)} or anywhere; "
-                                "it filters nothing")
+                warnings.append(
+                    f"disposition={d!r}: expected one of {', '.join(DISPOSITIONS)} or anywhere; it filters nothing"
+                )
         if given:
             dispositions = tuple(d for d in dict.fromkeys(given) if dispositions is None or d in dispositions)
             if not dispositions:
@@ -208,8 +232,9 @@ def constraints(q: ParsedQuery, fields: Fields, *, account: str | None, categori
         if c.strip().lower() in vocab:
             field_cats.append(vocab[c.strip().lower()])
         else:
-            warnings.append(f"categories={c!r}: expected one of {', '.join(categories)} ([triage] categories); "
-                            "it filters nothing")
+            warnings.append(
+                f"categories={c!r}: expected one of {', '.join(categories)} ([triage] categories); it filters nothing"
+            )
     if cats and field_cats:
         cats = tuple(c for c in cats if c in field_cats)
         if not cats:
@@ -240,16 +265,31 @@ def constraints(q: ParsedQuery, fields: Fields, *, account: str | None, categori
         filename_terms=q.filenames,
     )
     also = (KeywordFilters(account=account, senders=also_senders),) if also_senders else ()
-    exclude = tuple(_negated(name, term_text, account) for name, term_text in
-                    ((n, t.text) for n, t in q.excluded_fields))
+    exclude = tuple(
+        _negated(name, term_text, account) for name, term_text in ((n, t.text) for n, t in q.excluded_fields)
+    )
     return Constraints(
-        index=index, also=also, exclude=exclude, excluded_terms=exclusion_terms(q), phrases=q.phrases,
-        unread=unread, starred=q.starred, categories=cats, min_priority=min_priority,
-        dispositions=final_dispositions, impossible=impossible,
+        index=index,
+        also=also,
+        exclude=exclude,
+        excluded_terms=exclusion_terms(q),
+        phrases=q.phrases,
+        unread=unread,
+        starred=q.starred,
+        categories=cats,
+        min_priority=min_priority,
+        dispositions=final_dispositions,
+        impossible=impossible,
     ), warnings
 
 
 def _negated(name: str, value: str, account: str | None) -> KeywordFilters:
-    key = {"from": "senders", "to": "to", "cc": "cc", "subject": "subject_terms", "filename": "filename_terms",
-           "label": "labels"}[name]
+    key = {
+        "from": "senders",
+        "to": "to",
+        "cc": "cc",
+        "subject": "subject_terms",
+        "filename": "filename_terms",
+        "label": "labels",
+    }[name]
     return KeywordFilters(account=account, **{key: (value,)})

@@ -5,7 +5,7 @@ oaken.search.engine decides which messages make the page; this module says what 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -21,11 +21,17 @@ from oaken.search.types import Hit, Why
 from oaken.store import MessageMeta, Store
 
 
-def page(store: Store, lists: Sequence[RetrieverResult], fused: list[FusedItem] | None, *,
-          sort: str, offset: int, limit: int,
-          fill: Callable[[Sequence[Ranked]], dict[int, Ranked]] | None = None,
-          fold: Callable[[list[Any], int], tuple[list[Any], dict[int, tuple[int, ...]]]] | None = None,
-          ) -> tuple[Hit, ...]:
+def page(
+    store: Store,
+    lists: Sequence[RetrieverResult],
+    fused: list[FusedItem] | None,
+    *,
+    sort: str,
+    offset: int,
+    limit: int,
+    fill: Callable[[Sequence[Ranked]], dict[int, Ranked]] | None = None,
+    fold: Callable[[list[Any], int], tuple[list[Any], dict[int, tuple[int, ...]]]] | None = None,
+) -> tuple[Hit, ...]:
     """The page of hits, described from raw.db (the truth: folders, labels, read state now).
     `fill` gives the page's keyword entries the snippets and columns a list read deep left out;
     `fold` folds near-identical messages into the first of them."""
@@ -40,7 +46,7 @@ def page(store: Store, lists: Sequence[RetrieverResult], fused: list[FusedItem] 
     copies: dict[int, tuple[int, ...]] = {}
     if fold is not None:  # given for a relevance-ordered list only
         order, copies = fold(order, offset + limit)
-    page = order[offset:offset + limit]
+    page = order[offset : offset + limit]
     if metas is None:
         metas = store.metas(m for m, _, _ in page)
     if fill is not None and "keyword" in by_list:
@@ -51,22 +57,38 @@ def page(store: Store, lists: Sequence[RetrieverResult], fused: list[FusedItem] 
         meta = metas.get(message)
         if meta is None:  # deleted from raw.db after the index was written: never returned
             continue
-        why = tuple(Why(c.retriever, c.rank, c.weight, c.value, by_list[c.retriever][message].detail)
-                    for c in contributions)
-        first: Ranked | None = next((by_list[w.retriever][message] for w in why), None) or \
-            by_list[lists[0].retriever].get(message)
+        why = tuple(
+            Why(c.retriever, c.rank, c.weight, c.value, by_list[c.retriever][message].detail) for c in contributions
+        )
+        first: Ranked | None = next((by_list[w.retriever][message] for w in why), None) or by_list[
+            lists[0].retriever
+        ].get(message)
         chunks = tuple(c for w in why for c in by_list[w.retriever][message].chunks)
-        hits.append(Hit(
-            id=meta.id, message_id=meta.message_id, account=meta.account, folders=meta.folders, labels=meta.labels,
-            thread=meta.thread, subject=meta.subject, sender=_sender(meta), date=_iso(meta.date), unread=meta.unread,
-            score=score, snippet=first.snippet if first else "", why=why, matched_chunks=chunks,
-            copies=copies.get(message, ()),
-        ))
+        hits.append(
+            Hit(
+                id=meta.id,
+                message_id=meta.message_id,
+                account=meta.account,
+                folders=meta.folders,
+                labels=meta.labels,
+                thread=meta.thread,
+                subject=meta.subject,
+                sender=_sender(meta),
+                date=_iso(meta.date),
+                unread=meta.unread,
+                score=score,
+                snippet=first.snippet if first else "",
+                why=why,
+                matched_chunks=chunks,
+                copies=copies.get(message, ()),
+            )
+        )
     return tuple(hits)
 
 
-def described(data_dir: Path, cfg: Config, plan: matching.MatchPlan, cons: filters.Constraints,
-               ranked: Sequence[Ranked]) -> dict[int, Ranked]:
+def described(
+    data_dir: Path, cfg: Config, plan: matching.MatchPlan, cons: filters.Constraints, ranked: Sequence[Ranked]
+) -> dict[int, Ranked]:
     """The page's keyword entries with the snippets and columns a list read deep left out."""
     try:
         with KeywordIndex(data_dir, cfg.index) as index:
@@ -86,9 +108,16 @@ def fold(data_dir: Path, order: list[Any], need: int) -> tuple[list[Any], dict[i
         return order, {}
 
 
-def meaning_hits(hits: tuple[Hit, ...], best_chunks: dict[int, int], data_dir: Path, cfg: Config,
-                  parsed: query_mod.ParsedQuery, plan: matching.MatchPlan, listed: int | None,
-                  weight: float) -> tuple[Hit, ...]:
+def meaning_hits(
+    hits: tuple[Hit, ...],
+    best_chunks: dict[int, int],
+    data_dir: Path,
+    cfg: Config,
+    parsed: query_mod.ParsedQuery,
+    plan: matching.MatchPlan,
+    listed: int | None,
+    weight: float,
+) -> tuple[Hit, ...]:
     """The page's hits the vector side alone ranked. One holding the query's words all the same
     (past the keyword list's depth: `listed` messages) gets a keyword `why` with rank 0 and no
     contribution, and a keyword snippet: a hit marked as found by meaning holds none of the words.
@@ -116,8 +145,12 @@ def meaning_hits(hits: tuple[Hit, ...], best_chunks: dict[int, int], data_dir: P
     for h in hits:
         if h.id in held:
             k = held[h.id]
-            h = replace(h, why=(*h.why, Why("keyword", 0, weight, 0.0, k.detail)), snippet=k.snippet,
-                        matched_chunks=(*h.matched_chunks, *k.chunks))
+            h = replace(
+                h,
+                why=(*h.why, Why("keyword", 0, weight, 0.0, k.detail)),
+                snippet=k.snippet,
+                matched_chunks=(*h.matched_chunks, *k.chunks),
+            )
         elif h.id in alone and not h.snippet:
             h = replace(h, snippet=found.get(h.id, ""))
         out.append(h)
@@ -126,7 +159,7 @@ def meaning_hits(hits: tuple[Hit, ...], best_chunks: dict[int, int], data_dir: P
 
 def _iso(ts: int) -> str:
     try:
-        return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+        return datetime.fromtimestamp(ts, tz=UTC).isoformat()
     except (OverflowError, OSError, ValueError):
         return ""
 

@@ -34,7 +34,7 @@ def lex(query: str) -> tuple[list[Token], bool]:
             end = query.find('"', i + 1)
             unclosed = unclosed or end < 0
             end = n if end < 0 else end
-            out.append(Token(query[i + 1:end], "phrase", negated))
+            out.append(Token(query[i + 1 : end], "phrase", negated))
             i = end + 1
             continue
         start = i
@@ -45,7 +45,7 @@ def lex(query: str) -> tuple[list[Token], bool]:
             end = query.find('"', i + 1)
             unclosed = unclosed or end < 0
             end = n if end < 0 else end
-            out.append(Token(word + query[i + 1:end], "operator", negated))
+            out.append(Token(word + query[i + 1 : end], "operator", negated))
             i = end + 1
             continue
         out.append(Token(word, "word", negated))

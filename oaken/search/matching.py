@@ -76,9 +76,16 @@ def plan(q: ParsedQuery, min_match: float) -> MatchPlan | None:
     w = _Writer()
     if not q.question:
         parts = [w.clause(c, i) for i, c in enumerate(clauses)]
-        return MatchPlan(" AND ".join(parts), tuple(w.owner), tuple(map(_clause_text, clauses)), len(clauses), False,
-                         tuple(warnings), spread=" OR ".join(parts) if len(parts) > 1 else "",
-                         alternatives=tuple(tuple(t.text for t in c) for c in clauses))
+        return MatchPlan(
+            " AND ".join(parts),
+            tuple(w.owner),
+            tuple(map(_clause_text, clauses)),
+            len(clauses),
+            False,
+            tuple(warnings),
+            spread=" OR ".join(parts) if len(parts) > 1 else "",
+            alternatives=tuple(tuple(t.text for t in c) for c in clauses),
+        )
     required_phrases = [c for c in clauses if len(c) == 1 and c[0].phrase]
     content = [c for c in q.content_clauses() if c in clauses and c not in required_phrases]
     if not content:  # every word a stop word ("what is it?"): count them all
@@ -88,9 +95,12 @@ def plan(q: ParsedQuery, min_match: float) -> MatchPlan | None:
     any_expr = anys[0] if len(anys) == 1 else "(" + " OR ".join(anys) + ")"
     expr = " AND ".join([*musts, any_expr]) if anys else " AND ".join(musts)
     need = max(1, math.ceil(min_match * len(content) - 1e-9)) if content else 0
-    exact = frozenset(i for i, c in enumerate(content) if any(t.phrase or any(ch.isdigit() for ch in t.text) for t in c))
-    return MatchPlan(expr, tuple(w.owner), tuple(map(_clause_text, content)), need, True, tuple(warnings),
-                     exact_clauses=exact)
+    exact = frozenset(
+        i for i, c in enumerate(content) if any(t.phrase or any(ch.isdigit() for ch in t.text) for t in c)
+    )
+    return MatchPlan(
+        expr, tuple(w.owner), tuple(map(_clause_text, content)), need, True, tuple(warnings), exact_clauses=exact
+    )
 
 
 def exclusion_terms(q: ParsedQuery) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ import re
 import time
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Iterable, Sequence
 
 from oaken.config import DEFAULT_CATEGORIES, DISPOSITIONS
@@ -21,22 +21,31 @@ from oaken.search.lexer import lex
 
 # Operators whose value is text searched in one FTS column, and those that filter.
 TEXT_OPERATORS = ("from", "to", "cc", "subject", "filename")
-OPERATORS = frozenset({*TEXT_OPERATORS, "after", "before", "newer_than", "older_than", "label", "in", "is",
-                       "category", "priority", "has"})
+OPERATORS = frozenset(
+    {*TEXT_OPERATORS, "after", "before", "newer_than", "older_than", "label", "in", "is", "category", "priority", "has"}
+)
 # Negated (-from:alex, -label:Lists) these exclude; -is: and -has: turn their value round.
 NEGATABLE = frozenset({*TEXT_OPERATORS, "label"})
-_OPPOSITE = {"is:unread": "read", "is:read": "unread", "is:starred": "unstarred", "is:flagged": "unstarred",
-             "is:unstarred": "starred", "is:unflagged": "starred"}
+_OPPOSITE = {
+    "is:unread": "read",
+    "is:read": "unread",
+    "is:starred": "unstarred",
+    "is:flagged": "unstarred",
+    "is:unstarred": "starred",
+    "is:unflagged": "starred",
+}
 
 # Kept small: words that carry no meaning in a question ("when is the invoice due?").
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below between
 both but by can could did do does doing down during each few for from further had has have having he her
 here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
 now of off on once only or other our ours ourselves out over own same she should so some such than that
 the their theirs them themselves then there these they this those through to too under until up very was
 we were what when where which while who whom why will with would you your yours yourself yourselves
-""".split())
+""".split()
+)
 
 _OPERATOR_SHAPE = re.compile(r"([A-Za-z_]+):(.*)", re.S)
 _DAY = 86400
@@ -123,6 +132,7 @@ def _has_digit(text: str) -> bool:
 
 # ---- parsing -------------------------------------------------------------------------------
 
+
 class _Builder:
     """Collects what the tokens say; turned into a frozen ParsedQuery at the end."""
 
@@ -171,7 +181,7 @@ class _Builder:
             if has_token(v):
                 self.subjects.append(Term(v, phrase=quoted))
             else:
-                self.unreadable(name, v, "expected a word or a \"phrase\" of the subject")
+                self.unreadable(name, v, 'expected a word or a "phrase" of the subject')
         elif name == "filename":
             self.filenames.append(v)
         elif name in ("after", "before"):
@@ -194,8 +204,11 @@ class _Builder:
             elif low in DISPOSITIONS:
                 self.dispositions.append(low)
             else:
-                self.unreadable(name, v, f"expected one of {', '.join(DISPOSITIONS)} or anywhere "
-                                         f"(label:{v} finds a folder or label)")
+                self.unreadable(
+                    name,
+                    v,
+                    f"expected one of {', '.join(DISPOSITIONS)} or anywhere (label:{v} finds a folder or label)",
+                )
         elif name == "is":
             if low in ("unread", "read"):
                 self.unread.add(low == "unread")
@@ -209,8 +222,7 @@ class _Builder:
             if low in self.categories:
                 self.cats.append(self.categories[low])
             else:
-                self.unreadable(name, v, f"expected one of {', '.join(self.categories.values())} "
-                                         "([triage] categories)")
+                self.unreadable(name, v, f"expected one of {', '.join(self.categories.values())} ([triage] categories)")
         elif name == "priority":
             if v.isascii() and v.isdigit() and int(v) <= 3:
                 self.priorities.append(int(v))
@@ -231,7 +243,7 @@ def parse(query: str, *, categories: Sequence[str] = DEFAULT_CATEGORIES, now: fl
     items: list[Term | str] = []
     tokens, unclosed = lex(query)
     if unclosed:
-        b.warn('a quote is not closed: the phrase runs to the end of the query')
+        b.warn("a quote is not closed: the phrase runs to the end of the query")
     for tok in tokens:
         shape = None if tok.kind == "phrase" else _OPERATOR_SHAPE.fullmatch(tok.text)
         quoted = tok.kind == "operator"
@@ -297,8 +309,7 @@ def _clauses(items: list[Term | str], b: _Builder) -> list[list[Term]]:
             if prev is not None and nxt is not None and prev not in ("OR", "AND") and nxt not in ("OR", "AND"):
                 # beside an operator or an exclusion: dropped (both sides apply anyway)
                 if item == "OR" and not (prev == nxt and prev in _ANY_OPERATORS):
-                    b.warn("OR works between words and phrases only; the operators and exclusions beside it "
-                           "all apply")
+                    b.warn("OR works between words and phrases only; the operators and exclusions beside it all apply")
                 continue
             if prev is None or nxt is None:
                 b.warn(f"{item} at the start or end of the query is searched as a word")
@@ -366,7 +377,7 @@ def describe(q: ParsedQuery) -> dict[str, object]:
     for name in ("after", "before"):
         value = getattr(q, name)
         if value is not None:
-            out[name] = datetime.fromtimestamp(value, tz=timezone.utc).isoformat()
+            out[name] = datetime.fromtimestamp(value, tz=UTC).isoformat()
     for name in ("dispositions", "unread", "starred", "min_priority"):
         if getattr(q, name) is not None:
             out[name] = getattr(q, name)

@@ -32,7 +32,7 @@ def width_of(text: str) -> int:
 def _take(text: str, columns: int) -> str:
     """The longest start of `text` that fits in `columns`."""
     if text.isascii():
-        return text[:max(columns, 0)]
+        return text[: max(columns, 0)]
     used = 0
     for i, c in enumerate(text):
         used += _char_width(c)
@@ -80,8 +80,10 @@ def _snippet(text: str, width: int, color: bool) -> str:
 
 
 MEANING_ONLY = "(by meaning)"  # marks a hit no message word matched: the vector side alone found it
-LOW_CONFIDENCE = ("low confidence: no message holds every word of the query, and none is a close match in "
-                  "meaning; these are the nearest")
+LOW_CONFIDENCE = (
+    "low confidence: no message holds every word of the query, and none is a close match in "
+    "meaning; these are the nearest"
+)
 
 
 def by_meaning_only(hit: Hit) -> bool:
@@ -110,8 +112,11 @@ def _row(hit: Hit, width: int, color: bool, explain: bool) -> list[str]:
         lines.append(" " * 10 + f"+ {n} near-identical {'copy' if n == 1 else 'copies'}: {ids}")
     if explain:
         for w in hit.why:
-            said = (f"{w.retriever} rank {w.rank}: {w.weight:g} / (k + {w.rank}) = {w.contribution:.5f}" if w.rank
-                    else f"{w.retriever}, no rank:")  # rank 0: holds the words, past the list's depth
+            said = (
+                f"{w.retriever} rank {w.rank}: {w.weight:g} / (k + {w.rank}) = {w.contribution:.5f}"
+                if w.rank
+                else f"{w.retriever}, no rank:"
+            )  # rank 0: holds the words, past the list's depth
             lines.append(" " * 10 + f"{_DIM if color else ''}{said}  {w.detail}{_RESET if color else ''}")
         if hit.matched_chunks:
             lines.append(" " * 10 + f"and {len(hit.matched_chunks)} more matching chunk(s)")
@@ -137,8 +142,10 @@ def table(response: SearchResponse, *, color: bool = False, width: int | None = 
         e = response.explain
         lines.append("query: " + ", ".join(f"{k}={v}" for k, v in e.parsed.items()))
         for t in e.retrievers:
-            lines.append(f"{t.retriever}: {t.state}, {t.kept} kept of {t.candidates} asked in {t.rounds} round(s), "
-                         f"{t.ms} ms" + (f", MATCH {t.expression}" if t.expression else ""))
+            lines.append(
+                f"{t.retriever}: {t.state}, {t.kept} kept of {t.candidates} asked in {t.rounds} round(s), "
+                f"{t.ms} ms" + (f", MATCH {t.expression}" if t.expression else "")
+            )
         lines.append(f"fusion: rrf_k {e.rrf_k}, weights " + ", ".join(f"{k} {v:g}" for k, v in e.weights.items()))
         lines.append("")
     if not response.hits:

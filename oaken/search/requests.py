@@ -73,17 +73,23 @@ def _checks(categories: Sequence[str]) -> dict[str, tuple[Callable[[Any], bool],
         "limit": count,
         "offset": count,
         "account": (_or_null(lambda v: isinstance(v, str) and bool(v.strip())), "an account name or null"),
-        "thread": (_or_null(lambda v: whole(v, 0, MAX_ID)),
-                   f"a thread number (a hit's `thread`, from 0 to {MAX_ID}) or null"),
+        "thread": (
+            _or_null(lambda v: whole(v, 0, MAX_ID)),
+            f"a thread number (a hit's `thread`, from 0 to {MAX_ID}) or null",
+        ),
         "sender": (_or_null(lambda v: _texts(v) is not None), "an address or name, a list of them, or null"),
         "after": (_or_null(_when), "a date YYYY-MM-DD, Unix seconds, or null"),
         "before": (_or_null(_when), "a date YYYY-MM-DD, Unix seconds, or null"),
         "labels": (_or_null(lambda v: _texts(v) is not None), "a label, a list of labels, or null"),
-        "disposition": (_or_null(_one_of((*DISPOSITIONS, "anywhere"))),
-                        f"one of {', '.join(DISPOSITIONS)} or anywhere, a list of them, or null"),
+        "disposition": (
+            _or_null(_one_of((*DISPOSITIONS, "anywhere"))),
+            f"one of {', '.join(DISPOSITIONS)} or anywhere, a list of them, or null",
+        ),
         "unread": (_or_null(lambda v: isinstance(v, bool)), "true, false or null"),
-        "categories": (_or_null(_one_of(categories)),
-                       f"one of {', '.join(categories)} ([triage] categories), a list of them, or null"),
+        "categories": (
+            _or_null(_one_of(categories)),
+            f"one of {', '.join(categories)} ([triage] categories), a list of them, or null",
+        ),
         "min_priority": (_or_null(lambda v: whole(v, 0, 3)), "0, 1, 2, 3 or null"),
         "sort": (lambda v: v in ("relevance", "date"), '"relevance" or "date"'),
         "explain": (lambda v: isinstance(v, bool), "true or false"),
@@ -105,8 +111,9 @@ def check_params(params: dict[str, Any], categories: Sequence[str], request_id: 
     checks = _checks(categories)
     for name, value in params.items():
         if name not in checks:
-            raise RequestError(f"params: unknown parameter {shown(name)}; expected one of {', '.join(PARAMS)}",
-                               request_id=request_id)
+            raise RequestError(
+                f"params: unknown parameter {shown(name)}; expected one of {', '.join(PARAMS)}", request_id=request_id
+            )
         check, expected = checks[name]
         if not check(value):
             raise RequestError(f"params.{name}: expected {expected}, got {shown(value)}", request_id=request_id)

@@ -23,15 +23,24 @@ class ErrorReply:
 def response_from_dict(data: dict[str, Any]) -> SearchResponse:
     """Rebuild the typed response from its JSON, so both paths print the same thing."""
     hits = tuple(
-        Hit(**{**h, "folders": tuple(h["folders"]), "labels": tuple(h["labels"]),
-               "why": tuple(Why(**w) for w in h["why"]),
-               "matched_chunks": tuple(MatchedChunk(**c) for c in h["matched_chunks"]),
-               "copies": tuple(h.get("copies", ()))})
+        Hit(
+            **{
+                **h,
+                "folders": tuple(h["folders"]),
+                "labels": tuple(h["labels"]),
+                "why": tuple(Why(**w) for w in h["why"]),
+                "matched_chunks": tuple(MatchedChunk(**c) for c in h["matched_chunks"]),
+                "copies": tuple(h.get("copies", ())),
+            }
+        )
         for h in data["hits"]
     )
     explain = data.get("explain")
     if explain:
-        explain = Explain(parsed=explain["parsed"],
-                          retrievers=tuple(RetrieverTrace(**r) for r in explain["retrievers"]),
-                          rrf_k=explain["rrf_k"], weights=explain["weights"])
+        explain = Explain(
+            parsed=explain["parsed"],
+            retrievers=tuple(RetrieverTrace(**r) for r in explain["retrievers"]),
+            rrf_k=explain["rrf_k"],
+            weights=explain["weights"],
+        )
     return SearchResponse(**{**data, "hits": hits, "warnings": tuple(data["warnings"]), "explain": explain})

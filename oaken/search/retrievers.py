@@ -72,15 +72,26 @@ def _collapse(hits: Sequence[KeywordChunkHit], plan: MatchPlan, every: bool = Fa
         best = graded[0]
         if every:
             held = set(whole)
-        out.append(_Candidate(message, best, frozenset(held), len(held) if every else len(plan.held(best.phrases)),
-                              tuple(graded[1:])))
+        out.append(
+            _Candidate(
+                message, best, frozenset(held), len(held) if every else len(plan.held(best.phrases)), tuple(graded[1:])
+            )
+        )
     # graded matching: chunks holding every word rank above chunks holding some
     out.sort(key=lambda c: (c.best_held, c.best.score), reverse=True)
     return out
 
 
-def keyword(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraints, want: int,
-            cfg: SearchConfig, *, details: bool = True) -> RetrieverResult:
+def keyword(
+    index: KeywordIndex,
+    store: Store,
+    plan: MatchPlan,
+    cons: Constraints,
+    want: int,
+    cfg: SearchConfig,
+    *,
+    details: bool = True,
+) -> RetrieverResult:
     """The best `want` messages for the query's words (fewer when fewer match). Without `details`
     (a list read far deeper than the page shown) a lookup's chunks are not looked up again for
     snippets and columns: `describe` fills them for the page. A question's graded order needs them."""
@@ -103,21 +114,32 @@ def keyword(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
     spread: list[_Candidate] = []
     # only once every one-chunk match is listed, so that the list is the same prefix at any depth
     if plan.spread and len(admitted) < want and exhausted:
-        spread = _spread(index, store, plan, cons, want - len(admitted), cfg, {c.message for c in admitted},
-                         details=not lazy)
+        spread = _spread(
+            index, store, plan, cons, want - len(admitted), cfg, {c.message for c in admitted}, details=not lazy
+        )
     ranked = tuple(
         Ranked(
-            message=c.message, rank=i, score=c.best.score, snippet=c.best.snippet,
-            detail=(_holds(c, total) + (" in one chunk" if i <= len(admitted) else " across its chunks") +
-                    f"; bm25 {c.best.score:.2f}" + ("" if lazy else _columns(c.best.columns))),
+            message=c.message,
+            rank=i,
+            score=c.best.score,
+            snippet=c.best.snippet,
+            detail=(
+                _holds(c, total)
+                + (" in one chunk" if i <= len(admitted) else " across its chunks")
+                + f"; bm25 {c.best.score:.2f}"
+                + ("" if lazy else _columns(c.best.columns))
+            ),
             strong=len(c.held) >= total,
             chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
-            chunk=c.best.chunk, described=not lazy, holds_exact=plan.exact_clauses <= c.held,
+            chunk=c.best.chunk,
+            described=not lazy,
+            holds_exact=plan.exact_clauses <= c.held,
         )
         for i, c in enumerate([*admitted, *spread], start=1)
     )
-    trace = RetrieverTrace("keyword", "ok", plan.expression, rounds, asked, len(ranked),
-                           round((time.perf_counter() - start) * 1000, 2))
+    trace = RetrieverTrace(
+        "keyword", "ok", plan.expression, rounds, asked, len(ranked), round((time.perf_counter() - start) * 1000, 2)
+    )
     return RetrieverResult("keyword", ranked, trace)
 
 
@@ -126,14 +148,19 @@ def describe(index: KeywordIndex, plan: MatchPlan, cons: Constraints, ranked: Se
     todo = [r for r in ranked if not r.described]
     if not todo:
         return {}
-    got = index.chunk_details(plan.spread or plan.expression, cons.index,
-                              [c for r in todo for c in (r.chunk, *(m.chunk for m in r.chunks))])
+    got = index.chunk_details(
+        plan.spread or plan.expression, cons.index, [c for r in todo for c in (r.chunk, *(m.chunk for m in r.chunks))]
+    )
     out = {}
     for r in todo:
         snippet, columns, _ = got.get(r.chunk, ("", (), ()))
-        out[r.message] = replace(r, snippet=snippet, detail=r.detail + _columns(columns),
-                                 chunks=tuple(replace(m, snippet=got.get(m.chunk, ("",))[0]) for m in r.chunks),
-                                 described=True)
+        out[r.message] = replace(
+            r,
+            snippet=snippet,
+            detail=r.detail + _columns(columns),
+            chunks=tuple(replace(m, snippet=got.get(m.chunk, ("",))[0]) for m in r.chunks),
+            described=True,
+        )
     return out
 
 
@@ -146,12 +173,22 @@ def past_the_list(index: KeywordIndex, plan: MatchPlan, messages: Sequence[int],
         return {}
     hits = index.query_within(plan.spread or plan.expression, messages)
     total = len(plan.clauses)
-    return {c.message: Ranked(
-        message=c.message, rank=0, score=c.best.score, snippet=c.best.snippet,
-        detail=(f"{_holds(c, total)}; bm25 {c.best.score:.2f}{_columns(c.best.columns)}; not ranked: past the "
-                f"{listed} messages the keyword side lists, so it adds nothing to the score"),
-        strong=len(c.held) >= total, chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
-    ) for c in _collapse(hits, plan) if len(c.held) >= plan.required}
+    return {
+        c.message: Ranked(
+            message=c.message,
+            rank=0,
+            score=c.best.score,
+            snippet=c.best.snippet,
+            detail=(
+                f"{_holds(c, total)}; bm25 {c.best.score:.2f}{_columns(c.best.columns)}; not ranked: past the "
+                f"{listed} messages the keyword side lists, so it adds nothing to the score"
+            ),
+            strong=len(c.held) >= total,
+            chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
+        )
+        for c in _collapse(hits, plan)
+        if len(c.held) >= plan.required
+    }
 
 
 def _holds(c: _Candidate, total: int) -> str:
@@ -162,8 +199,16 @@ def _columns(columns: Sequence[str]) -> str:
     return f"; in {', '.join(columns) or '?'}"
 
 
-def _spread(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraints, want: int, cfg: SearchConfig,
-            have: set[int], details: bool = True) -> list[_Candidate]:
+def _spread(
+    index: KeywordIndex,
+    store: Store,
+    plan: MatchPlan,
+    cons: Constraints,
+    want: int,
+    cfg: SearchConfig,
+    have: set[int],
+    details: bool = True,
+) -> list[_Candidate]:
     """A lookup whose words are in different chunks of one message: chunks holding any of the words,
     kept when their message holds every clause somewhere. Ranked after every one-chunk match;
     `want` more are sought."""
@@ -176,8 +221,11 @@ def _spread(index: KeywordIndex, store: Store, plan: MatchPlan, cons: Constraint
         hits = index.query(plan.spread, cons.index, asked, details=details)
         candidates = [c for c in _collapse(hits, plan) if c.message not in have]
         present = index.tokens_present([c.message for c in candidates], texts) if candidates else {}
-        whole = [c for c in candidates
-                 if all(any(t in present.get(c.message, ()) for t in alts) for alts in plan.alternatives)]
+        whole = [
+            c
+            for c in candidates
+            if all(any(t in present.get(c.message, ()) for t in alts) for alts in plan.alternatives)
+        ]
         kept = set(cons.admit(index, store, [c.message for c in whole], phrases_checked=True))
         if len(kept) >= want or len(hits) < asked or asked >= cfg.max_candidates:
             break
@@ -220,10 +268,12 @@ def newest(index: KeywordIndex, store: Store, cons: Constraints, want: int) -> R
         page = min(page * 2, MAX_PAGE)
     kept = kept[:want]
     snippets = _opening_lines(index, kept)
-    ranked = tuple(Ranked(m, i, 0.0, snippets.get(m, ""), "no words: newest first", True)
-                   for i, m in enumerate(kept, start=1))
-    trace = RetrieverTrace("keyword", "listing", "", rounds, offset, len(ranked),
-                           round((time.perf_counter() - start) * 1000, 2))
+    ranked = tuple(
+        Ranked(m, i, 0.0, snippets.get(m, ""), "no words: newest first", True) for i, m in enumerate(kept, start=1)
+    )
+    trace = RetrieverTrace(
+        "keyword", "listing", "", rounds, offset, len(ranked), round((time.perf_counter() - start) * 1000, 2)
+    )
     return RetrieverResult("keyword", ranked, trace)
 
 

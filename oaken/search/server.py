@@ -35,11 +35,18 @@ from typing import Any, Callable, Sequence
 from oaken import config as config_mod
 from oaken import log
 from oaken.config import Config
-from oaken.search.client import PROTOCOL, ask_raw
-from oaken.search.client import SOCKET_NAME, socket_path  # noqa: F401 - re-exported
+from oaken.search.client import PROTOCOL, SOCKET_NAME, ask_raw, socket_path  # noqa: F401 - re-exported
 from oaken.search.client import encode as _encode
-from oaken.search.requests import (MAX_COUNT, MAX_ID, MAX_REQUEST_ID, RequestError, check_params, shown,
-                                   valid_request_id, whole)
+from oaken.search.requests import (
+    MAX_COUNT,
+    MAX_ID,
+    MAX_REQUEST_ID,
+    RequestError,
+    check_params,
+    shown,
+    valid_request_id,
+    whole,
+)
 from oaken.search.responses import ErrorReply, response_from_dict
 from oaken.search.types import SearchResponse
 
@@ -61,25 +68,34 @@ def parse_request(line: bytes, categories: Sequence[str]) -> tuple[str | int | N
     except (ValueError, RecursionError):  # bad JSON, bytes that are not UTF-8, or nested past Python's depth
         raise RequestError('request: expected one line of JSON: {"query": "...", "params": {...}}') from None
     if not isinstance(request, dict):
-        raise RequestError(f'request: expected a JSON object {{"query": "...", "params": {{...}}}}, '
-                           f"got {shown(request)}")
+        raise RequestError(
+            f'request: expected a JSON object {{"query": "...", "params": {{...}}}}, got {shown(request)}'
+        )
     request_id = request.get("id")
     echo = request_id if valid_request_id(request_id) else None
     protocol = request.get("protocol", PROTOCOL)
     if not whole(protocol, 0, MAX_COUNT):
-        raise RequestError(f"protocol: expected a whole number (this daemon speaks protocol {PROTOCOL}), "
-                           f"got {shown(protocol)}", request_id=echo)
+        raise RequestError(
+            f"protocol: expected a whole number (this daemon speaks protocol {PROTOCOL}), got {shown(protocol)}",
+            request_id=echo,
+        )
     if protocol != PROTOCOL:
-        raise RequestError(f"protocol: the request speaks protocol {protocol}, this daemon protocol {PROTOCOL}; "
-                           "restart the daemon (`oaken sync --daemon`) with the oaken that searches",
-                           "protocol_mismatch", echo)
+        raise RequestError(
+            f"protocol: the request speaks protocol {protocol}, this daemon protocol {PROTOCOL}; "
+            "restart the daemon (`oaken sync --daemon`) with the oaken that searches",
+            "protocol_mismatch",
+            echo,
+        )
     if request_id is not None and echo is None:
-        raise RequestError(f"id: expected a request id (text of 1 to {MAX_REQUEST_ID} characters, or a whole "
-                           f"number from {-MAX_ID - 1} to {MAX_ID}) or null, got {shown(request_id)}")
+        raise RequestError(
+            f"id: expected a request id (text of 1 to {MAX_REQUEST_ID} characters, or a whole "
+            f"number from {-MAX_ID - 1} to {MAX_ID}) or null, got {shown(request_id)}"
+        )
     for key in request:
         if key not in ("protocol", "id", "query", "params"):
-            raise RequestError(f"request: unknown field {shown(key)}; a request holds protocol, id, query "
-                               "and params", request_id=echo)
+            raise RequestError(
+                f"request: unknown field {shown(key)}; a request holds protocol, id, query and params", request_id=echo
+            )
     query = request.get("query")
     if not isinstance(query, str):
         raise RequestError(f"query: expected text (the search, may be empty), got {shown(query)}", request_id=echo)
@@ -87,8 +103,7 @@ def parse_request(line: bytes, categories: Sequence[str]) -> tuple[str | int | N
     if params is None:
         return echo, query, {}
     if not isinstance(params, dict):
-        raise RequestError(f"params: expected a JSON object of search parameters, got {shown(params)}",
-                           request_id=echo)
+        raise RequestError(f"params: expected a JSON object of search parameters, got {shown(params)}", request_id=echo)
     check_params(params, categories, echo)
     return echo, query, params
 
@@ -121,9 +136,16 @@ class SearchServer:
     client displaces the one waiting longest for its request, so idle clients cannot keep a search
     out. However many connect, the server runs 1 + `workers` threads."""
 
-    def __init__(self, config: Config, stop_event: threading.Event,
-                 search: Callable[..., SearchResponse] | None = None, *, workers: int = WORKERS,
-                 max_connections: int = MAX_CONNECTIONS, timeout: float = CLIENT_SECONDS):
+    def __init__(
+        self,
+        config: Config,
+        stop_event: threading.Event,
+        search: Callable[..., SearchResponse] | None = None,
+        *,
+        workers: int = WORKERS,
+        max_connections: int = MAX_CONNECTIONS,
+        timeout: float = CLIENT_SECONDS,
+    ):
         self.config = config
         self.stop_event = stop_event
         self.path = socket_path(config)
@@ -145,7 +167,7 @@ class SearchServer:
         self._clients: dict[int, _Client] = {}
         self._reading: dict[int, _Client] = {}  # in order of arrival: the first has waited longest
 
-    def start(self) -> "SearchServer":
+    def start(self) -> SearchServer:
         config_mod.ensure_data_dir(self.config)
         try:
             self.path.unlink()  # a socket left by a killed daemon (the daemon lock says we are the only one)
@@ -200,8 +222,9 @@ class SearchServer:
         except Exception:  # noqa: BLE001 - the client says so and searches itself
             ref = secrets.token_hex(4)
             self._log.exception("search.internal_error", ref=ref, query=query)
-            return reply(request_id, asdict(ErrorReply(f"internal error; see the daemon log (ref {ref})",
-                                                       "internal_error", ref)))
+            return reply(
+                request_id, asdict(ErrorReply(f"internal error; see the daemon log (ref {ref})", "internal_error", ref))
+            )
 
     # ---- the serving loop: every connection, never blocking ----------------------------------------
 
@@ -214,8 +237,9 @@ class SearchServer:
         try:
             while not self.stop_event.is_set():
                 now = time.monotonic()
-                due = min((c.deadline for k, c in self._clients.items() if self._timed(k, c)),
-                          default=now + STOP_POLL_SECONDS)
+                due = min(
+                    (c.deadline for k, c in self._clients.items() if self._timed(k, c)), default=now + STOP_POLL_SECONDS
+                )
                 for key, _events in selector.select(min(max(due - now, 0.0), STOP_POLL_SECONDS)):
                     if key.data == "accept":
                         accepting = self._accept(selector)
@@ -250,9 +274,12 @@ class SearchServer:
                     selector.unregister(self._sock)
                     return False
                 displaced += 1
-                self._drop(selector, next(iter(self._reading)),
-                           f"request: not sent whole before a newer client needed the connection "
-                           f"({self.max_connections} open at most)")
+                self._drop(
+                    selector,
+                    next(iter(self._reading)),
+                    f"request: not sent whole before a newer client needed the connection "
+                    f"({self.max_connections} open at most)",
+                )
             try:
                 conn, _ = self._sock.accept()
             except (BlockingIOError, InterruptedError):
@@ -265,9 +292,11 @@ class SearchServer:
             self._clients[key] = self._reading[key] = _Client(conn, time.monotonic() + self.timeout)
             selector.register(conn, selectors.EVENT_READ, key)
         if displaced:  # one line for a burst, not one per client
-            self._log.info("search.clients_dropped", count=displaced,
-                           reason=f"{self.max_connections} connections open; dropped those that waited longest "
-                                  "for their request")
+            self._log.info(
+                "search.clients_dropped",
+                count=displaced,
+                reason=f"{self.max_connections} connections open; dropped those that waited longest for their request",
+            )
         return True
 
     def _read(self, selector: selectors.BaseSelector, key: int) -> None:
@@ -286,7 +315,7 @@ class SearchServer:
             return
         newline = chunk.find(b"\n")
         if newline >= 0 and len(data) + newline < MAX_REQUEST:
-            line = bytes(data + chunk[:newline + 1])
+            line = bytes(data + chunk[: newline + 1])
         elif len(data) + len(chunk) >= MAX_REQUEST:
             line = bytes((data + chunk)[:MAX_REQUEST])  # no newline within the cap: parse_request refuses it
         elif not chunk:
@@ -322,7 +351,7 @@ class SearchServer:
         client = self._clients[key]
         assert client.out is not None
         try:
-            client.out = client.out[client.sock.send(client.out):]
+            client.out = client.out[client.sock.send(client.out) :]
         except (BlockingIOError, InterruptedError):
             return
         except OSError:  # the client left without its answer

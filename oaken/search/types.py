@@ -11,8 +11,15 @@ from typing import Any, Mapping
 
 MODES = ("hybrid", "keyword", "vector")
 # DESIGN.md "Precise rules": the fixed set of reasons a search ran degraded.
-DEGRADED_REASONS = ("no_embedder", "no_vector_store", "no_vectors", "model_mismatch", "timeout", "error",
-                    "keyword_index_unavailable")
+DEGRADED_REASONS = (
+    "no_embedder",
+    "no_vector_store",
+    "no_vectors",
+    "model_mismatch",
+    "timeout",
+    "error",
+    "keyword_index_unavailable",
+)
 
 
 @dataclass(frozen=True)

@@ -62,18 +62,24 @@ def prefilters(index_filters: Any) -> VectorFilters:
     """The part of the keyword side's filters (oaken.index.keyword.KeywordFilters) that LanceDB
     can apply; subject, attachment and filename terms are left to `admit`."""
     return VectorFilters(
-        account=index_filters.account, senders=tuple(index_filters.senders), to=tuple(index_filters.to),
-        cc=tuple(index_filters.cc), after=index_filters.after, before=index_filters.before,
-        labels=tuple(index_filters.labels), folders=tuple(index_filters.folders),
-        dispositions=tuple(index_filters.dispositions), thread=index_filters.thread,
-        include_ids=index_filters.include_ids, exclude_ids=frozenset(index_filters.exclude_ids),
+        account=index_filters.account,
+        senders=tuple(index_filters.senders),
+        to=tuple(index_filters.to),
+        cc=tuple(index_filters.cc),
+        after=index_filters.after,
+        before=index_filters.before,
+        labels=tuple(index_filters.labels),
+        folders=tuple(index_filters.folders),
+        dispositions=tuple(index_filters.dispositions),
+        thread=index_filters.thread,
+        include_ids=index_filters.include_ids,
+        exclude_ids=frozenset(index_filters.exclude_ids),
     )
 
 
 def needs_admit_for(index_filters: Any) -> bool:
     """True when `prefilters` left part of these filters to the caller's `admit`."""
-    return bool(index_filters.subject_terms or index_filters.filename_terms
-                or index_filters.has_attachment is not None)
+    return bool(index_filters.subject_terms or index_filters.filename_terms or index_filters.has_attachment is not None)
 
 
 def rewrite(command: str, text: str, timeout: float) -> tuple[str, str | None]:
@@ -86,14 +92,21 @@ def rewrite(command: str, text: str, timeout: float) -> tuple[str, str | None]:
     try:
         proc = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return text, (f"llm_rewrite: {argv[0]} took longer than {timeout:g} s "
-                      "(rewrite_timeout_seconds); embedded the query as typed")
+        return text, (
+            f"llm_rewrite: {argv[0]} took longer than {timeout:g} s "
+            "(rewrite_timeout_seconds); embedded the query as typed"
+        )
     except OSError as exc:
-        return text, f"llm_rewrite: {argv[0] if argv else command!r} cannot run ({exc.strerror or exc}); embedded the query as typed"
+        return (
+            text,
+            f"llm_rewrite: {argv[0] if argv else command!r} cannot run ({exc.strerror or exc}); embedded the query as typed",
+        )
     if proc.returncode != 0:
         detail = (proc.stderr.strip().splitlines() or [""])[-1][:200]
-        return text, (f"llm_rewrite: {argv[0]} exited with status {proc.returncode}"
-                      f"{': ' + detail if detail else ''}; embedded the query as typed")
+        return text, (
+            f"llm_rewrite: {argv[0]} exited with status {proc.returncode}"
+            f"{': ' + detail if detail else ''}; embedded the query as typed"
+        )
     out = proc.stdout.strip()
     if not out:
         return text, f"llm_rewrite: {argv[0]} printed nothing; embedded the query as typed"
@@ -149,7 +162,7 @@ class VectorRetriever:
         if self._embedder is None:
             embedder = load_embedder(self.config)
             if embedder is None:
-                raise VectorUnavailable("no_embedder", "[embedder] model = \"none\": no embedder is configured")
+                raise VectorUnavailable("no_embedder", '[embedder] model = "none": no embedder is configured')
             self._embedder = embedder
         return self._embedder
 
@@ -179,8 +192,11 @@ class VectorRetriever:
         thread.start()
         thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive() or isinstance(box.get("error"), _Timeout):
-            return VectorResult((), "timeout", (f"vector search gave up after {timeout:g} s "
-                                                "(vector_timeout_seconds); keyword results only",))
+            return VectorResult(
+                (),
+                "timeout",
+                (f"vector search gave up after {timeout:g} s (vector_timeout_seconds); keyword results only",),
+            )
         error = box.get("error")
         if isinstance(error, VectorUnavailable):
             if error.code in ("no_vector_store", "model_mismatch"):
@@ -199,8 +215,11 @@ class VectorRetriever:
         self._store.check(fingerprint_of(embedder))
         self._check_backends(self._store, embedder)
         if self._store.count() == 0:
-            raise VectorUnavailable("no_vectors", f"{self._store.path}: no vectors yet; embedding runs behind "
-                                                  "keyword indexing (`oaken reindex` or the daemon)")
+            raise VectorUnavailable(
+                "no_vectors",
+                f"{self._store.path}: no vectors yet; embedding runs behind "
+                "keyword indexing (`oaken reindex` or the daemon)",
+            )
         self._check_generation(self._store)
         return self._store
 
@@ -232,9 +251,12 @@ class VectorRetriever:
         if current is None:
             return  # the keyword side says so itself; the vectors can still answer
         if store.generation() != current:
-            raise VectorUnavailable("model_mismatch", f"{store.path}: vectors made for an index.db since rebuilt; "
-                                                      "not searched until the embedding pass catches up "
-                                                      "(`oaken reindex`, or the daemon)")
+            raise VectorUnavailable(
+                "model_mismatch",
+                f"{store.path}: vectors made for an index.db since rebuilt; "
+                "not searched until the embedding pass catches up "
+                "(`oaken reindex`, or the daemon)",
+            )
 
     def _check_backends(self, store: VectorStore, embedder: Embedder) -> None:
         """VectorUnavailable("model_mismatch") when vectors/ holds rows of a backend whose
@@ -249,20 +271,25 @@ class VectorRetriever:
             self._backend_verdicts[key] = tuple(incompatible_with(stored, query, self.data_dir))
         bad = self._backend_verdicts[key]
         if bad:
-            raise VectorUnavailable("model_mismatch", f"{store.path}: vectors built by backend {', '.join(bad)}, "
-                                                      f"which the fidelity checks do not allow to be searched "
-                                                      f"with [embedder] backend {query!r}; they are not searched "
-                                                      "until `oaken reindex` rebuilds them")
+            raise VectorUnavailable(
+                "model_mismatch",
+                f"{store.path}: vectors built by backend {', '.join(bad)}, "
+                f"which the fidelity checks do not allow to be searched "
+                f"with [embedder] backend {query!r}; they are not searched "
+                "until `oaken reindex` rebuilds them",
+            )
 
-    def _search(self, embedder: Embedder, text: str, filters: VectorFilters, want: int, admit: Admit | None,
-                deadline: float) -> VectorResult:
+    def _search(
+        self, embedder: Embedder, text: str, filters: VectorFilters, want: int, admit: Admit | None, deadline: float
+    ) -> VectorResult:
         timings: dict[str, float] = {}
         warnings: list[str] = []
         t0 = time.monotonic()
         s = self.config.search
         if s.llm_rewrite and s.rewrite_command:
-            text, warning = rewrite(s.rewrite_command, text, min(s.rewrite_timeout_seconds,
-                                                                 max(0.0, deadline - time.monotonic())))
+            text, warning = rewrite(
+                s.rewrite_command, text, min(s.rewrite_timeout_seconds, max(0.0, deadline - time.monotonic()))
+            )
             if warning:
                 warnings.append(warning)
             timings["rewrite"] = _ms(t0)
@@ -291,10 +318,13 @@ class VectorRetriever:
         # a rebuild that began after _open's check may have emptied the table meanwhile: asked
         # again after the search, so a partial list is never given as the whole one
         store.check_whole()
-        hits = tuple(VectorMessageHit(m, rank, best.score, best.chunk_id, tuple(others))
-                     for rank, (m, best, others) in enumerate(kept[:want], start=1))
-        return VectorResult(hits, OK, tuple(warnings), hits[0].score if hits else None, rounds, candidates,
-                            text, timings)
+        hits = tuple(
+            VectorMessageHit(m, rank, best.score, best.chunk_id, tuple(others))
+            for rank, (m, best, others) in enumerate(kept[:want], start=1)
+        )
+        return VectorResult(
+            hits, OK, tuple(warnings), hits[0].score if hits else None, rounds, candidates, text, timings
+        )
 
 
 def _ms(since: float) -> float:

@@ -92,8 +92,14 @@ class _Admit:
         c = self.cons
         if c.impossible or c.phrases or c.excluded_terms or c.also or c.exclude or needs_admit_for(c.index):
             return []
-        keep = self.store.filter_messages(ids, unread=c.unread, starred=c.starred, categories=c.categories,
-                                          min_priority=c.min_priority, dispositions=c.dispositions)
+        keep = self.store.filter_messages(
+            ids,
+            unread=c.unread,
+            starred=c.starred,
+            categories=c.categories,
+            min_priority=c.min_priority,
+            dispositions=c.dispositions,
+        )
         return [m for m in ids if m in keep]
 
     def close(self) -> None:
@@ -108,8 +114,7 @@ MAX_DEPTH = 10_000  # the deepest list asked of the vector side: --offset 214748
 class VectorJob:
     """The vector side of one search, running in its own thread while the keyword side runs."""
 
-    def __init__(self, cfg: Config, data_dir: Path, raw_path: Path, parsed: ParsedQuery, cons: Constraints,
-                 want: int):
+    def __init__(self, cfg: Config, data_dir: Path, raw_path: Path, parsed: ParsedQuery, cons: Constraints, want: int):
         self.started = time.perf_counter()
         self.ms = 0.0
         self.result: VectorResult | None = None
@@ -148,13 +153,21 @@ class VectorJob:
 def as_list(result: VectorResult, ms: float) -> RetrieverResult:
     """The vector list as fusion takes it (its snippets are filled for the page only: `snippets`)."""
     ranked = tuple(
-        Ranked(message=h.message, rank=h.rank, score=h.score, snippet="",
-               detail=f"cosine {h.score:.3f}" + (f"; {len(h.matched_chunks) + 1} chunks close" if h.matched_chunks
-                                                 else ""),
-               strong=False, chunks=tuple(MatchedChunk(c, "vector", "") for c in h.matched_chunks))
-        for h in result.hits)
-    trace = RetrieverTrace("vector", result.state, result.embedded_text, result.rounds, result.candidates,
-                           len(ranked), ms)
+        Ranked(
+            message=h.message,
+            rank=h.rank,
+            score=h.score,
+            snippet="",
+            detail=f"cosine {h.score:.3f}"
+            + (f"; {len(h.matched_chunks) + 1} chunks close" if h.matched_chunks else ""),
+            strong=False,
+            chunks=tuple(MatchedChunk(c, "vector", "") for c in h.matched_chunks),
+        )
+        for h in result.hits
+    )
+    trace = RetrieverTrace(
+        "vector", result.state, result.embedded_text, result.rounds, result.candidates, len(ranked), ms
+    )
     return RetrieverResult("vector", ranked, trace)
 
 

@@ -24,8 +24,19 @@ from oaken.store.folders import Folders
 from oaken.store.locations import UNREAD_SQL, Locations
 from oaken.store.messages import Messages
 from oaken.store.metadata import Metadata
-from oaken.store.records import (FLAGGED, SEEN, AddResult, Change, FlagChange, Folder, Incoming, Location,
-                                 MessageMeta, Triage, flags_text)
+from oaken.store.records import (
+    FLAGGED,
+    SEEN,
+    AddResult,
+    Change,
+    FlagChange,
+    Folder,
+    Incoming,
+    Location,
+    MessageMeta,
+    Triage,
+    flags_text,
+)
 from oaken.store.triage import LabelsAndTriage
 
 PAGE_SIZE = 16384  # for a new raw.db; one made before keeps its own
@@ -88,7 +99,7 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
@@ -124,20 +135,29 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
         accounts: dict[str, dict] = {}
         for aid, name in self.db.execute("SELECT id, name FROM accounts ORDER BY id").fetchall():
             count, size = self.db.execute(
-                "SELECT count(*), coalesce(sum(size), 0) FROM messages WHERE account_id = ?", (aid,)).fetchone()
+                "SELECT count(*), coalesce(sum(size), 0) FROM messages WHERE account_id = ?", (aid,)
+            ).fetchone()
             with_problems = self.db.execute(
-                "SELECT count(*) FROM messages WHERE account_id = ? AND problem IS NOT NULL", (aid,)).fetchone()[0]
+                "SELECT count(*) FROM messages WHERE account_id = ? AND problem IS NOT NULL", (aid,)
+            ).fetchone()[0]
             unread = self.db.execute(
-                f"SELECT count(*) FROM messages m WHERE account_id = ? AND {UNREAD_SQL}", (aid,)).fetchone()[0]
+                f"SELECT count(*) FROM messages m WHERE account_id = ? AND {UNREAD_SQL}", (aid,)
+            ).fetchone()[0]
             folders = {
                 fname: {"messages": n, "uidvalidity": uv, "synced_at": synced}
                 for fname, n, uv, synced in self.db.execute(
                     "SELECT f.name, count(l.id), f.uidvalidity, f.synced_at FROM folders f "
                     "LEFT JOIN locations l ON l.folder_id = f.id WHERE f.account_id = ? GROUP BY f.id ORDER BY f.name",
-                    (aid,))
+                    (aid,),
+                )
             }
-            accounts[name] = {"messages": count, "bytes": size, "unread": unread, "with_problems": with_problems,
-                              "folders": folders}
+            accounts[name] = {
+                "messages": count,
+                "bytes": size,
+                "unread": unread,
+                "with_problems": with_problems,
+                "folders": folders,
+            }
         pending = self.db.execute("SELECT count(*) FROM flag_queue WHERE state = 'pending'").fetchone()[0]
         rejected = self.db.execute("SELECT count(*) FROM flag_queue WHERE state = 'rejected'").fetchone()[0]
         return {
@@ -149,8 +169,12 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
 
     def problem_messages(self, limit: int = 50) -> list[tuple[int, str, str]]:
         """Messages stored with a parse problem: (id, subject, problem)."""
-        return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
-            "SELECT id, subject, problem FROM messages WHERE problem IS NOT NULL ORDER BY id LIMIT ?", (limit,))]
+        return [
+            tuple(r)
+            for r in self.db.execute(  # type: ignore[misc]
+                "SELECT id, subject, problem FROM messages WHERE problem IS NOT NULL ORDER BY id LIMIT ?", (limit,)
+            )
+        ]
 
 
 def _size(path: str) -> int:
@@ -175,8 +199,9 @@ def no_mail(path: Path) -> str:
 
 
 def damaged(path: Path, e: BaseException) -> StoreError:
-    return StoreError(f"{path}: cannot be read ({e}); restore it from a backup, or sync or import again "
-                      "into a new data directory")
+    return StoreError(
+        f"{path}: cannot be read ({e}); restore it from a backup, or sync or import again into a new data directory"
+    )
 
 
 def disk_full(path: Path, *, reading: bool = False) -> StoreError:
@@ -185,11 +210,18 @@ def disk_full(path: Path, *, reading: bool = False) -> StoreError:
     from oaken import diskspace
 
     if reading:
-        return StoreError(diskspace.full_message(
-            path, fix="run the command again (SQLite needs a little room even to read raw.db; it is not damaged)"))
-    return StoreError(diskspace.full_message(
-        path, fix="run the command again: it goes on where it stopped (nothing of the last batch was written; "
-        "a batch needs a few times its messages' size)"))
+        return StoreError(
+            diskspace.full_message(
+                path, fix="run the command again (SQLite needs a little room even to read raw.db; it is not damaged)"
+            )
+        )
+    return StoreError(
+        diskspace.full_message(
+            path,
+            fix="run the command again: it goes on where it stopped (nothing of the last batch was written; "
+            "a batch needs a few times its messages' size)",
+        )
+    )
 
 
 def failure(path: Path, exc: BaseException, *, reading: bool = False) -> StoreError | None:
@@ -230,5 +262,24 @@ def store_error(exc: BaseException) -> StoreError | None:
     return failure(store.path, exc, reading=store.readonly)
 
 
-__all__ = ["Store", "open_store", "store_error", "failure", "disk_full", "no_mail", "DAMAGE", "AddResult", "Incoming", "MessageMeta",
-           "Folder", "Location", "Triage", "Change", "FlagChange", "flags_text", "PAGE_SIZE", "SEEN", "FLAGGED"]
+__all__ = [
+    "Store",
+    "open_store",
+    "store_error",
+    "failure",
+    "disk_full",
+    "no_mail",
+    "DAMAGE",
+    "AddResult",
+    "Incoming",
+    "MessageMeta",
+    "Folder",
+    "Location",
+    "Triage",
+    "Change",
+    "FlagChange",
+    "flags_text",
+    "PAGE_SIZE",
+    "SEEN",
+    "FLAGGED",
+]

@@ -26,8 +26,9 @@ class ChangeFeed:
 
     def take_seqs(self, count: int) -> int:
         """Reserve `count` new change seqs in one statement; returns the first of them."""
-        top = self.db.execute("UPDATE meta SET value = value + ? WHERE key = 'seq' RETURNING value",
-                              (count,)).fetchone()[0]
+        top = self.db.execute(
+            "UPDATE meta SET value = value + ? WHERE key = 'seq' RETURNING value", (count,)
+        ).fetchone()[0]
         return top - count + 1
 
     def bump(self, messages: Iterable[int]) -> None:
@@ -37,8 +38,9 @@ class ChangeFeed:
             return
         # a seq of its own for each message: a reader paging the feed never cuts a run of equal seqs
         first = self.take_seqs(len(ids))
-        self.db.executemany("UPDATE messages SET change_seq = ? WHERE id = ?",
-                            ((first + n, m) for n, m in enumerate(ids)))
+        self.db.executemany(
+            "UPDATE messages SET change_seq = ? WHERE id = ?", ((first + n, m) for n, m in enumerate(ids))
+        )
 
     def delete_messages(self, messages: Iterable[int]) -> None:
         self.db.executemany("DELETE FROM messages WHERE id = ?", ((m,) for m in messages))
@@ -53,17 +55,25 @@ class ChangeFeed:
         if defer:
             self.db.executemany("INSERT OR IGNORE INTO orphan_candidates VALUES (?)", ((m,) for m in set(candidates)))
             return 0
-        gone = [m for m in set(candidates)
-                if not self.db.execute("SELECT 1 FROM locations WHERE message = ? LIMIT 1", (m,)).fetchone()]
+        gone = [
+            m
+            for m in set(candidates)
+            if not self.db.execute("SELECT 1 FROM locations WHERE message = ? LIMIT 1", (m,)).fetchone()
+        ]
         self.delete_messages(gone)
         return len(gone)
 
     def sweep_orphans(self, account_id: int) -> int:
         """Delete the account's messages sync passes left with no location that found none since
         (the end of a whole pass over the account's folders). Returns how many."""
-        candidates = [r[0] for r in self.db.execute(
-            "DELETE FROM orphan_candidates WHERE message IN (SELECT o.message FROM orphan_candidates o "
-            "JOIN messages m ON m.id = o.message WHERE m.account_id = ?) RETURNING message", (account_id,))]
+        candidates = [
+            r[0]
+            for r in self.db.execute(
+                "DELETE FROM orphan_candidates WHERE message IN (SELECT o.message FROM orphan_candidates o "
+                "JOIN messages m ON m.id = o.message WHERE m.account_id = ?) RETURNING message",
+                (account_id,),
+            )
+        ]
         self.db.execute("DELETE FROM orphan_candidates WHERE message NOT IN (SELECT id FROM messages)")
         return self.delete_orphans(candidates) if candidates else 0
 
@@ -81,4 +91,6 @@ class ChangeFeed:
         """How many entries changes_since(seq) would list in all (a progress bar's total)."""
         return self.db.execute(
             "SELECT (SELECT count(*) FROM messages WHERE change_seq > ?1) + "
-            "(SELECT count(*) FROM tombstones WHERE change_seq > ?1)", (seq,)).fetchone()[0]
+            "(SELECT count(*) FROM tombstones WHERE change_seq > ?1)",
+            (seq,),
+        ).fetchone()[0]

@@ -31,8 +31,10 @@ class FlagQueue(Locations):
         return queued
 
     def pending_flag_changes(self, folder_id: int | None = None) -> list[FlagChange]:
-        sql = ("SELECT q.id, q.message, q.location, l.folder_id, l.uidvalidity, l.uid, q.op, q.flag, l.modseq "
-               "FROM flag_queue q JOIN locations l ON l.id = q.location WHERE q.state = 'pending'")
+        sql = (
+            "SELECT q.id, q.message, q.location, l.folder_id, l.uidvalidity, l.uid, q.op, q.flag, l.modseq "
+            "FROM flag_queue q JOIN locations l ON l.id = q.location WHERE q.state = 'pending'"
+        )
         params: tuple = ()
         if folder_id is not None:
             sql += " AND l.folder_id = ?"
@@ -46,8 +48,12 @@ class FlagQueue(Locations):
         )
 
     def rejected_flag_changes(self) -> list[tuple[int, str, str, str]]:
-        return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
-            "SELECT message, op, flag, coalesce(error, '') FROM flag_queue WHERE state = 'rejected'")]
+        return [
+            tuple(r)
+            for r in self.db.execute(  # type: ignore[misc]
+                "SELECT message, op, flag, coalesce(error, '') FROM flag_queue WHERE state = 'rejected'"
+            )
+        ]
 
     def drop_orphan_flag_changes(self) -> None:
         """A change whose location was expunged has nothing left to change on the server."""

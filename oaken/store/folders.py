@@ -28,11 +28,19 @@ class Folders(ChangeFeed):
     def account_names(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT name FROM accounts ORDER BY id")]
 
-    _FOLDER_COLS = ("id, account_id, name, delimiter, special_use, uidvalidity, uidnext, highestmodseq, exists_count, "
-                    "mailbox_id")
+    _FOLDER_COLS = (
+        "id, account_id, name, delimiter, special_use, uidvalidity, uidnext, highestmodseq, exists_count, mailbox_id"
+    )
 
-    def ensure_folder(self, account_id: int, name: str, *, delimiter: str | None = None,
-                      special_use: str | None = None, mailbox_id: str | None = None) -> Folder:
+    def ensure_folder(
+        self,
+        account_id: int,
+        name: str,
+        *,
+        delimiter: str | None = None,
+        special_use: str | None = None,
+        mailbox_id: str | None = None,
+    ) -> Folder:
         """The folder of that name, made if new. `mailbox_id` (the server's id of the mailbox) is
         recorded where none was; a folder whose mailbox changed under its name is the caller's to
         drop first (oaken/sync/runner.py)."""
@@ -53,11 +61,22 @@ class Folders(ChangeFeed):
         return Folder(*row) if row else None
 
     def folders(self, account_id: int) -> list[Folder]:
-        return [Folder(*r) for r in self.db.execute(
-            f"SELECT {self._FOLDER_COLS} FROM folders WHERE account_id = ? ORDER BY name", (account_id,))]
+        return [
+            Folder(*r)
+            for r in self.db.execute(
+                f"SELECT {self._FOLDER_COLS} FROM folders WHERE account_id = ? ORDER BY name", (account_id,)
+            )
+        ]
 
-    def set_folder_state(self, folder_id: int, *, uidvalidity: int | None, uidnext: int | None,
-                         highestmodseq: int | None, exists_count: int | None = None) -> None:
+    def set_folder_state(
+        self,
+        folder_id: int,
+        *,
+        uidvalidity: int | None,
+        uidnext: int | None,
+        highestmodseq: int | None,
+        exists_count: int | None = None,
+    ) -> None:
         """Saved in the same transaction as the folder's messages, so a restart resumes exactly."""
         self.db.execute(
             "UPDATE folders SET uidvalidity = ?, uidnext = ?, highestmodseq = ?, exists_count = ?, synced_at = ? "
@@ -72,32 +91,43 @@ class Folders(ChangeFeed):
             return
         # labels come from folder names: every message there changed (a no-op UPDATE of locations
         # would not fire its trigger, so bump them directly)
-        self.bump(r[0] for r in self.db.execute(
-            "SELECT DISTINCT message FROM locations WHERE folder_id = ?", (folder_id,)))
+        self.bump(
+            r[0] for r in self.db.execute("SELECT DISTINCT message FROM locations WHERE folder_id = ?", (folder_id,))
+        )
 
-    def identity_sample(self, folder_id: int, uidvalidity: int | None, size: int = 20
-                        ) -> list[tuple[int, str | None, int]]:
+    def identity_sample(
+        self, folder_id: int, uidvalidity: int | None, size: int = 20
+    ) -> list[tuple[int, str | None, int]]:
         """Up to `size` (uid, Message-ID, size) of a folder's mirrored messages at evenly spaced
         positions from the oldest to the newest: what recognises the folder under another name on a
         server without mailbox ids. Spread over the whole folder, so that expunging its oldest (or
         any few) messages leaves most of the sample in place."""
-        uids = [r[0] for r in self.db.execute(
-            "SELECT uid FROM locations WHERE folder_id = ? AND uidvalidity IS ? AND uid IS NOT NULL ORDER BY uid",
-            (folder_id, uidvalidity))]
+        uids = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT uid FROM locations WHERE folder_id = ? AND uidvalidity IS ? AND uid IS NOT NULL ORDER BY uid",
+                (folder_id, uidvalidity),
+            )
+        ]
         if not uids:
             return []
         n = min(size, len(uids))
         picked = sorted({uids[round(i * (len(uids) - 1) / (n - 1))] if n > 1 else uids[-1] for i in range(n)})
-        return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
-            "SELECT l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
-            "WHERE l.folder_id = ? AND l.uidvalidity IS ? AND l.uid IN (SELECT value FROM json_each(?)) ORDER BY l.uid",
-            (folder_id, uidvalidity, json_list(picked)))]
+        return [
+            tuple(r)
+            for r in self.db.execute(  # type: ignore[misc]
+                "SELECT l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
+                "WHERE l.folder_id = ? AND l.uidvalidity IS ? AND l.uid IN (SELECT value FROM json_each(?)) ORDER BY l.uid",
+                (folder_id, uidvalidity, json_list(picked)),
+            )
+        ]
 
     def delete_folder(self, folder_id: int, *, defer: bool = False) -> int:
         """Forget a folder; messages left with no location are deleted (`defer`: at the end of the
         sync pass, see delete_orphans). Returns how many were deleted now."""
-        affected = [r[0] for r in self.db.execute(
-            "SELECT DISTINCT message FROM locations WHERE folder_id = ?", (folder_id,))]
+        affected = [
+            r[0] for r in self.db.execute("SELECT DISTINCT message FROM locations WHERE folder_id = ?", (folder_id,))
+        ]
         self.db.execute("DELETE FROM locations WHERE folder_id = ?", (folder_id,))
         self.db.execute("DELETE FROM folders WHERE id = ?", (folder_id,))
         return self.delete_orphans(affected, defer=defer)

@@ -19,21 +19,30 @@ UNREAD_SQL = "EXISTS (SELECT 1 FROM unread u WHERE u.message = m.id)"  # the tab
 class Locations(ChangeFeed):
     """The places of messages: read, moved, reflagged and dropped as the server says."""
 
-    _LOC_SQL = ("SELECT l.id, l.message, l.folder_id, f.name, l.uidvalidity, l.uid, l.flags, l.modseq "
-                "FROM locations l JOIN folders f ON f.id = l.folder_id")
+    _LOC_SQL = (
+        "SELECT l.id, l.message, l.folder_id, f.name, l.uidvalidity, l.uid, l.flags, l.modseq "
+        "FROM locations l JOIN folders f ON f.id = l.folder_id"
+    )
 
     def locations(self, message: int) -> list[Location]:
-        return [Location(*r[:6], split_flags(r[6]), r[7]) for r in self.db.execute(
-            self._LOC_SQL + " WHERE l.message = ? ORDER BY l.id", (message,))]
+        return [
+            Location(*r[:6], split_flags(r[6]), r[7])
+            for r in self.db.execute(self._LOC_SQL + " WHERE l.message = ? ORDER BY l.id", (message,))
+        ]
 
     def folder_uids(self, folder_id: int, uidvalidity: int | None) -> dict[int, tuple[int, tuple[str, ...]]]:
         """uid -> (message, flags) for one folder at one UIDVALIDITY."""
-        return {r[0]: (r[1], split_flags(r[2])) for r in self.db.execute(
-            "SELECT uid, message, flags FROM locations WHERE folder_id = ? AND uidvalidity IS ? AND uid IS NOT NULL",
-            (folder_id, uidvalidity))}
+        return {
+            r[0]: (r[1], split_flags(r[2]))
+            for r in self.db.execute(
+                "SELECT uid, message, flags FROM locations WHERE folder_id = ? AND uidvalidity IS ? AND uid IS NOT NULL",
+                (folder_id, uidvalidity),
+            )
+        }
 
-    def set_flags(self, folder_id: int, uidvalidity: int | None, uid: int, flags: Iterable[str | bytes],
-                  modseq: int | None = None) -> None:
+    def set_flags(
+        self, folder_id: int, uidvalidity: int | None, uid: int, flags: Iterable[str | bytes], modseq: int | None = None
+    ) -> None:
         self.db.execute(
             "UPDATE locations SET flags = ?, modseq = coalesce(?, modseq) WHERE folder_id = ? AND uidvalidity IS ? AND uid = ?",
             (flags_text(flags), modseq, folder_id, uidvalidity, uid),
@@ -52,8 +61,16 @@ class Locations(ChangeFeed):
                 affected.append(row[0])
         return self.delete_orphans(affected, defer=defer)
 
-    def relocate(self, folder_id: int, old_uidvalidity: int | None, old_uid: int, new_uidvalidity: int,
-                 new_uid: int, flags: Iterable[str | bytes], modseq: int | None = None) -> None:
+    def relocate(
+        self,
+        folder_id: int,
+        old_uidvalidity: int | None,
+        old_uid: int,
+        new_uidvalidity: int,
+        new_uid: int,
+        flags: Iterable[str | bytes],
+        modseq: int | None = None,
+    ) -> None:
         """A message matched again after UIDVALIDITY changed: move its location, keep the message."""
         self.db.execute(
             "UPDATE locations SET uidvalidity = ?, uid = ?, flags = ?, modseq = ? "
@@ -62,25 +79,35 @@ class Locations(ChangeFeed):
         )
 
     def drop_stale_uidvalidity(self, folder_id: int, keep_uidvalidity: int, *, defer: bool = False) -> int:
-        affected = [r[0] for r in self.db.execute(
-            "DELETE FROM locations WHERE folder_id = ? AND uid IS NOT NULL AND uidvalidity IS NOT ? RETURNING message",
-            (folder_id, keep_uidvalidity))]
+        affected = [
+            r[0]
+            for r in self.db.execute(
+                "DELETE FROM locations WHERE folder_id = ? AND uid IS NOT NULL AND uidvalidity IS NOT ? RETURNING message",
+                (folder_id, keep_uidvalidity),
+            )
+        ]
         return self.delete_orphans(affected, defer=defer)
 
     # ---- matching messages again without downloading them -------------------------------------
 
     def stale_locations(self, folder_id: int, keep_uidvalidity: int) -> list[tuple[int | None, int, str | None, int]]:
         """Locations of a folder left at another UIDVALIDITY: (uidvalidity, uid, Message-ID, size)."""
-        return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
-            "SELECT l.uidvalidity, l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
-            "WHERE l.folder_id = ? AND l.uid IS NOT NULL AND l.uidvalidity IS NOT ? ORDER BY l.uid",
-            (folder_id, keep_uidvalidity))]
+        return [
+            tuple(r)
+            for r in self.db.execute(  # type: ignore[misc]
+                "SELECT l.uidvalidity, l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
+                "WHERE l.folder_id = ? AND l.uid IS NOT NULL AND l.uidvalidity IS NOT ? ORDER BY l.uid",
+                (folder_id, keep_uidvalidity),
+            )
+        ]
 
     def location_sample(self, folder_id: int, limit: int = 10) -> list[tuple[int, str | None, int]]:
         """Up to `limit` (uid, Message-ID, size) spread over a folder: enough to recognise it renamed."""
         rows = self.db.execute(
             "SELECT l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
-            "WHERE l.folder_id = ? AND l.uid IS NOT NULL ORDER BY l.uid", (folder_id,)).fetchall()
+            "WHERE l.folder_id = ? AND l.uid IS NOT NULL ORDER BY l.uid",
+            (folder_id,),
+        ).fetchall()
         step = max(1, len(rows) // limit)
         return [tuple(r) for r in rows[::step][:limit]]  # type: ignore[misc]
 
@@ -89,6 +116,11 @@ class Locations(ChangeFeed):
 
     def local_sources(self, account_id: int) -> dict[str, int | None]:
         """Files an import already stored (path -> mtime), so a re-import need not read them again."""
-        return {r[0]: r[1] for r in self.db.execute(
-            "SELECT l.source, l.internaldate FROM locations l JOIN folders f ON f.id = l.folder_id "
-            "WHERE f.account_id = ? AND l.uid IS NULL AND l.source IS NOT NULL", (account_id,))}
+        return {
+            r[0]: r[1]
+            for r in self.db.execute(
+                "SELECT l.source, l.internaldate FROM locations l JOIN folders f ON f.id = l.folder_id "
+                "WHERE f.account_id = ? AND l.uid IS NULL AND l.source IS NOT NULL",
+                (account_id,),
+            )
+        }

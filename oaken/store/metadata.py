@@ -27,17 +27,50 @@ class Metadata(ChangeFeed):
     """
 
     def _meta(self, row: Sequence) -> MessageMeta:
-        (mid, account, message_id, digest, date, subject, sname, saddr, to, cc, thread, problem, size,
-         category, priority, disposition, folders, flags, labels, unread) = row
+        (
+            mid,
+            account,
+            message_id,
+            digest,
+            date,
+            subject,
+            sname,
+            saddr,
+            to,
+            cc,
+            thread,
+            problem,
+            size,
+            category,
+            priority,
+            disposition,
+            folders,
+            flags,
+            labels,
+            unread,
+        ) = row
         folder_list = tuple(sorted(set(split_lines(folders or ""))))
         flag_list = (flags or "").split()
         keywords = {f for f in flag_list if not f.startswith("\\")}
         return MessageMeta(
-            id=mid, account=account, message_id=message_id, content_hash=digest, date=date, subject=subject,
-            sender_name=sname, sender_addr=saddr, to=split_lines(to), cc=split_lines(cc), thread=thread,
-            folders=folder_list, labels=tuple(sorted(set(folder_list) | keywords | set(split_lines(labels or "")))),
-            unread=bool(unread), starred=FLAGGED in flag_list,
-            triage=Triage(category, priority, disposition), problem=problem, size=size,
+            id=mid,
+            account=account,
+            message_id=message_id,
+            content_hash=digest,
+            date=date,
+            subject=subject,
+            sender_name=sname,
+            sender_addr=saddr,
+            to=split_lines(to),
+            cc=split_lines(cc),
+            thread=thread,
+            folders=folder_list,
+            labels=tuple(sorted(set(folder_list) | keywords | set(split_lines(labels or "")))),
+            unread=bool(unread),
+            starred=FLAGGED in flag_list,
+            triage=Triage(category, priority, disposition),
+            problem=problem,
+            size=size,
         )
 
     def meta(self, message: int) -> MessageMeta:
@@ -50,7 +83,7 @@ class Metadata(ChangeFeed):
         ids = list(dict.fromkeys(messages))
         out: dict[int, MessageMeta] = {}
         for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
+            part = ids[i : i + 500]
             marks = ",".join("?" * len(part))
             for row in self.db.execute(self._META_SQL + f" WHERE m.id IN ({marks})", part):
                 meta = self._meta(row)
@@ -66,14 +99,26 @@ class Metadata(ChangeFeed):
     def unread_newest(self, account: str, limit: int) -> list[int] | None:
         """The account's unread messages, newest first; None when there are more than `limit`
         (then judging candidates one by one is the cheaper way)."""
-        rows = [r[0] for r in self.db.execute(
-            "SELECT u.message FROM unread u JOIN messages m ON m.id = u.message JOIN accounts a ON a.id = u.account_id "
-            "WHERE a.name = ? ORDER BY m.date DESC, m.id DESC LIMIT ?", (account, limit + 1))]
+        rows = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT u.message FROM unread u JOIN messages m ON m.id = u.message JOIN accounts a ON a.id = u.account_id "
+                "WHERE a.name = ? ORDER BY m.date DESC, m.id DESC LIMIT ?",
+                (account, limit + 1),
+            )
+        ]
         return None if len(rows) > limit else rows
 
-    def filter_messages(self, messages: Iterable[int], *, unread: bool | None = None, starred: bool | None = None,
-                        categories: Sequence[str] = (), min_priority: int | None = None,
-                        dispositions: Sequence[str] | None = None) -> set[int]:
+    def filter_messages(
+        self,
+        messages: Iterable[int],
+        *,
+        unread: bool | None = None,
+        starred: bool | None = None,
+        categories: Sequence[str] = (),
+        min_priority: int | None = None,
+        dispositions: Sequence[str] | None = None,
+    ) -> set[int]:
         """The subset of `messages` whose read state and triage match: these live only here."""
         ids = list(dict.fromkeys(messages))
         keep: set[int] = set()
@@ -82,8 +127,10 @@ class Metadata(ChangeFeed):
         if unread is not None:
             conds.append(("" if unread else "NOT ") + UNREAD_SQL)  # unread while any copy lacks \Seen
         if starred is not None:
-            conds.append(("" if starred else "NOT ") +
-                         "EXISTS (SELECT 1 FROM locations l WHERE l.message = m.id AND ' ' || l.flags || ' ' LIKE '% \\Flagged %')")
+            conds.append(
+                ("" if starred else "NOT ")
+                + "EXISTS (SELECT 1 FROM locations l WHERE l.message = m.id AND ' ' || l.flags || ' ' LIKE '% \\Flagged %')"
+            )
         if categories:
             conds.append(f"t.category IN ({','.join('?' * len(categories))})")
             params.extend(categories)
@@ -95,9 +142,11 @@ class Metadata(ChangeFeed):
             params.extend(dispositions)
         where = " AND ".join(conds) or "1"
         for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
+            part = ids[i : i + 500]
             marks = ",".join("?" * len(part))
-            sql = (f"SELECT m.id FROM messages m LEFT JOIN triage t ON t.message = m.id "
-                   f"WHERE m.id IN ({marks}) AND {where}")
+            sql = (
+                f"SELECT m.id FROM messages m LEFT JOIN triage t ON t.message = m.id "
+                f"WHERE m.id IN ({marks}) AND {where}"
+            )
             keep.update(r[0] for r in self.db.execute(sql, [*part, *params]))
         return keep

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 # Ordered, numbered migrations; a database records the last one applied in user_version.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
-    ("m001_initial", """
+    (
+        "m001_initial",
+        """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 INSERT INTO meta VALUES ('seq', 0);
 CREATE TABLE accounts(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
@@ -147,12 +149,15 @@ CREATE TRIGGER bump_triage_update AFTER UPDATE ON triage BEGIN
     UPDATE meta SET value = value + 1 WHERE key = 'seq';
     UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.message;
 END;
-"""),
+""",
+    ),
     # A batch of new messages (Store.add_messages) takes its change seqs itself, one per message,
     # in the INSERT; the triggers then leave those rows alone instead of rewriting each one (raw
     # bytes and all) twice. meta 'batch_floor', set only inside such a batch's transaction, is
     # the first seq it took: a new location of a message at or above it is already in the feed.
-    ("m002_batch_change_seqs", """
+    (
+        "m002_batch_change_seqs",
+        """
 DROP TRIGGER bump_msg_insert;
 CREATE TRIGGER bump_msg_insert AFTER INSERT ON messages WHEN NEW.change_seq = 0 BEGIN
     UPDATE meta SET value = value + 1 WHERE key = 'seq';
@@ -165,33 +170,48 @@ WHEN NOT EXISTS (SELECT 1 FROM messages WHERE id = NEW.message
     UPDATE meta SET value = value + 1 WHERE key = 'seq';
     UPDATE messages SET change_seq = (SELECT value FROM meta WHERE key = 'seq') WHERE id = NEW.message;
 END;
-"""),
+""",
+    ),
     # Every location is inserted by Store._add_locations, which bumps the messages that gained one
     # (a seq each, once per batch): a trigger program run per row cost a fifth of storing a batch.
-    ("m003_locations_bumped_by_the_store", """
+    (
+        "m003_locations_bumped_by_the_store",
+        """
 DROP TRIGGER bump_loc_insert;
-"""),
+""",
+    ),
     # Store._find_messages looks a batch up by the identity index: this one only cost its upkeep.
-    ("m004_no_hash_index", """
+    (
+        "m004_no_hash_index",
+        """
 DROP INDEX messages_hash;
-"""),
+""",
+    ),
     # The server's lasting id of each folder's mailbox (RFC 8474 MAILBOXID, or Dovecot's X-GUID):
     # the same id under a new name is a rename, another id under the same name a new folder.
     # NULL where the server has none (folders are then recognised by their messages) and in
     # folders synced before this migration, until their next sync.
-    ("m005_folder_mailbox_id", """
+    (
+        "m005_folder_mailbox_id",
+        """
 ALTER TABLE folders ADD COLUMN mailbox_id TEXT;
-"""),
+""",
+    ),
     # messages a sync pass left with no location: kept until the pass is over, so one moved to a
     # folder synced later in the pass (or in the next full pass) keeps its id, triage and labels
-    ("m006_orphan_candidates", """
+    (
+        "m006_orphan_candidates",
+        """
 CREATE TABLE orphan_candidates(message INTEGER PRIMARY KEY) WITHOUT ROWID;
-"""),
+""",
+    ),
     # the unread messages (a copy lacking \Seen: locations.UNREAD_SQL), kept by triggers on
     # locations: `is:unread` reads this short list instead of every message's locations (917 ms at
     # 100k messages with none unread). Its own table: a column on messages would rewrite each
     # message's row, raw bytes and all, on every flag change.
-    ("m007_unread", """
+    (
+        "m007_unread",
+        """
 CREATE TABLE unread(
     message INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
     account_id INTEGER NOT NULL
@@ -213,5 +233,6 @@ CREATE TRIGGER unread_loc_delete AFTER DELETE ON locations BEGIN
     DELETE FROM unread WHERE message = OLD.message AND NOT EXISTS (SELECT 1 FROM locations l
         WHERE l.message = OLD.message AND ' ' || l.flags || ' ' NOT LIKE '% \\Seen %');
 END;
-"""),
+""",
+    ),
 )

@@ -69,31 +69,44 @@ class Threads:
     def save(self) -> None:
         """Remember the batch's new thread ids, references and base subjects for later batches."""
         if self.changed:
-            self.db.execute("INSERT INTO meta(key, value) VALUES ('thread', ?) "
-                            "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (self.last,))
+            self.db.execute(
+                "INSERT INTO meta(key, value) VALUES ('thread', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (self.last,),
+            )
         if self.new_refs:
-            self.db.executemany("INSERT OR IGNORE INTO thread_refs(account_id, ref, thread_id) VALUES (?, ?, ?)",
-                                [(self.account_id, r, self.refs[r]) for r in self.new_refs])
+            self.db.executemany(
+                "INSERT OR IGNORE INTO thread_refs(account_id, ref, thread_id) VALUES (?, ?, ?)",
+                [(self.account_id, r, self.refs[r]) for r in self.new_refs],
+            )
         if self.new_subjects:
             self.db.executemany(
                 "INSERT OR IGNORE INTO thread_subjects(account_id, subject, thread_id) VALUES (?, ?, ?)",
-                [(self.account_id, s, self.subjects[s]) for s in self.new_subjects])
+                [(self.account_id, s, self.subjects[s]) for s in self.new_subjects],
+            )
 
     def _known_refs(self, refs: Iterable[str]) -> dict[str, int]:
         refs = set(refs)
         if not refs:
             return {}
-        return dict(self.db.execute(
-            "SELECT ref, thread_id FROM thread_refs WHERE account_id = ? AND ref IN (SELECT value FROM json_each(?))",
-            (self.account_id, json_list(refs))))
+        return dict(
+            self.db.execute(
+                "SELECT ref, thread_id FROM thread_refs WHERE account_id = ? AND ref IN (SELECT value FROM json_each(?))",
+                (self.account_id, json_list(refs)),
+            )
+        )
 
     def _known_subjects(self, subjects: Iterable[str]) -> dict[str, int]:
         subjects = set(subjects)
         if not subjects:
             return {}
-        return dict(self.db.execute(
-            "SELECT subject, thread_id FROM thread_subjects WHERE account_id = ? AND subject IN "
-            "(SELECT value FROM json_each(?))", (self.account_id, json_list(subjects))))
+        return dict(
+            self.db.execute(
+                "SELECT subject, thread_id FROM thread_subjects WHERE account_id = ? AND subject IN "
+                "(SELECT value FROM json_each(?))",
+                (self.account_id, json_list(subjects)),
+            )
+        )
 
     def _last_thread(self) -> int:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'thread'").fetchone()

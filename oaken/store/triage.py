@@ -22,13 +22,21 @@ class LabelsAndTriage(Metadata):
     def remove_label(self, message: int, label: str) -> None:
         self.db.execute("DELETE FROM labels WHERE message = ? AND label = ?", (message, label))
 
-    def set_triage(self, message: int, *, categories: Sequence[str], category: str | None = None,
-                   priority: int | None = None, disposition: str | None = None) -> Triage:
+    def set_triage(
+        self,
+        message: int,
+        *,
+        categories: Sequence[str],
+        category: str | None = None,
+        priority: int | None = None,
+        disposition: str | None = None,
+    ) -> Triage:
         """Write triage; only the fields given change. Values outside the vocabulary are refused."""
         if category is not None and category not in categories:
             raise TriageError(f"category {category!r}: expected one of {', '.join(categories)} ([triage] categories)")
-        if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)
-                                     or not 0 <= priority <= 3):
+        if priority is not None and (
+            isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 3
+        ):
             raise TriageError(f"priority {priority!r}: expected an integer 0-3 (3 most urgent)")
         if disposition is not None and disposition not in DISPOSITIONS:
             raise TriageError(f"disposition {disposition!r}: expected one of {', '.join(DISPOSITIONS)}")

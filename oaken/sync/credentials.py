@@ -44,18 +44,21 @@ def _run_secret_command(account: AccountConfig, key: str, command: str) -> str:
     log before the secret could be registered for masking."""
     where = account_section(account)
     try:
-        out = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60,
-                             stdin=subprocess.DEVNULL)
+        out = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise SyncError(f"{where} {key}: {_program(command)!r} did not finish in 60 s; "
-                        "run the command by hand to see why") from None
+        raise SyncError(
+            f"{where} {key}: {_program(command)!r} did not finish in 60 s; run the command by hand to see why"
+        ) from None
     if out.returncode != 0:
-        raise SyncError(f"{where} {key}: the command {_exit_status(out.returncode)}; "
-                        "run it by hand to see why (its output is not shown, as it may hold the secret)")
+        raise SyncError(
+            f"{where} {key}: the command {_exit_status(out.returncode)}; "
+            "run it by hand to see why (its output is not shown, as it may hold the secret)"
+        )
     value = out.stdout.splitlines()[0].strip() if out.stdout.strip() else ""
     if not value:
-        raise SyncError(f"{where} {key}: the command printed nothing on its first line; "
-                        "it should print the secret there")
+        raise SyncError(
+            f"{where} {key}: the command printed nothing on its first line; it should print the secret there"
+        )
     return value
 
 
@@ -77,14 +80,12 @@ def password(account: AccountConfig) -> str:
     elif account.password_env:
         value = os.environ.get(account.password_env)
         if not value:
-            raise SyncError(f"{where} password_env: the environment variable "
-                            f"{account.password_env} is not set")
+            raise SyncError(f"{where} password_env: the environment variable {account.password_env} is not set")
     elif account.password_file:
         path = Path(account.password_file).expanduser()
         try:
             if path.stat().st_mode & 0o077:
-                raise SyncError(f"{where} password_file: {path} is readable by others; "
-                                f"run: chmod 600 {path}")
+                raise SyncError(f"{where} password_file: {path} is readable by others; run: chmod 600 {path}")
             lines = path.read_text(encoding="utf-8").splitlines()
         except OSError as e:
             raise SyncError(f"{where} password_file: cannot read {path}: {e.strerror}") from None

@@ -26,8 +26,9 @@ class BatchFetcher:
     """`next()` returns each batch's (uid -> items, future of its headers) in order, or raises
     what reading it raised (a lost connection, a refused FETCH)."""
 
-    def __init__(self, conn: Connection, batches: Sequence[Sequence[int]], items: bytes,
-                 pool: Executor | None, read_all: ReadAll):
+    def __init__(
+        self, conn: Connection, batches: Sequence[Sequence[int]], items: bytes, pool: Executor | None, read_all: ReadAll
+    ):
         self.conn = conn
         self.batches = batches
         self.items = items

@@ -56,9 +56,19 @@ class FolderReport:
 class FolderSync:
     """Brings one folder of raw.db in line with the server over an open connection."""
 
-    def __init__(self, conn: Connection, store: Store, account_id: int, folder: Folder, *, batch_size: int = 500,
-                 progress: Progress | None = None, on_batch: OnBatch | None = None,
-                 stop: threading.Event | None = None, readers: HeaderReaders | None = None):
+    def __init__(
+        self,
+        conn: Connection,
+        store: Store,
+        account_id: int,
+        folder: Folder,
+        *,
+        batch_size: int = 500,
+        progress: Progress | None = None,
+        on_batch: OnBatch | None = None,
+        stop: threading.Event | None = None,
+        readers: HeaderReaders | None = None,
+    ):
         self.conn = conn
         self.readers = readers  # the pass's header worker (runner.py); None: one of its own per download
         self.store = store
@@ -98,8 +108,13 @@ class FolderSync:
             self._pull_new(sel, start, stored)
         self.timing["folder"] = time.perf_counter() - t0
         self.log.debug("folder timing", **{k: round(v, 4) for k, v in self.timing.items()})
-        return FolderReport(f.name, uidvalidity_changed=changed_uv, complete=self.complete,
-                            seconds=round(time.perf_counter() - t0, 4), **self.counts)
+        return FolderReport(
+            f.name,
+            uidvalidity_changed=changed_uv,
+            complete=self.complete,
+            seconds=round(time.perf_counter() - t0, 4),
+            **self.counts,
+        )
 
     # ---- push: local flag changes first, so the pull never reverts them -------------------------
 
@@ -117,8 +132,9 @@ class FolderSync:
                     error = result.error or "the message kept changing on the server (UNCHANGEDSINCE failed)"
                     self.store.finish_flag_change(ch.id, error=error)
                     self.counts["rejected"] += 1
-                    self.log.warning("flag change refused", message=ch.message, uid=ch.uid, op=ch.op,
-                                     flag=ch.flag, error=error)
+                    self.log.warning(
+                        "flag change refused", message=ch.message, uid=ch.uid, op=ch.op, flag=ch.flag, error=error
+                    )
                     continue
                 self.store.finish_flag_change(ch.id)
                 self.counts["pushed"] += 1
@@ -127,8 +143,9 @@ class FolderSync:
                     self.pushed[ch.uid] = (flags, modseq)
                     self.store.set_flags(self.folder.id, sel.uidvalidity, ch.uid, flags, modseq)
 
-    def _store_one(self, uid: int, op: str, flag: str, modseq: int | None
-                   ) -> tuple[StoreResult, tuple[str, ...] | None, int | None, bool]:
+    def _store_one(
+        self, uid: int, op: str, flag: str, modseq: int | None
+    ) -> tuple[StoreResult, tuple[str, ...] | None, int | None, bool]:
         """STORE one change, UNCHANGEDSINCE our MODSEQ where the server has CONDSTORE; when someone
         else changed the message meanwhile, learn its state and apply ours on top (a +/- of one flag
         commutes with theirs). Returns (result, flags now, modseq now, expunged)."""
@@ -165,8 +182,9 @@ class FolderSync:
             changed = dict(sel.changed)
         elif self.conn.condstore and f.highestmodseq and sel.highestmodseq is not None:
             if sel.highestmodseq != f.highestmodseq and top > 0:
-                fetched = self.conn.fetch(f"1:{top}".encode(), b"UID FLAGS MODSEQ",
-                                          f"CHANGEDSINCE {f.highestmodseq}".encode())
+                fetched = self.conn.fetch(
+                    f"1:{top}".encode(), b"UID FLAGS MODSEQ", f"CHANGEDSINCE {f.highestmodseq}".encode()
+                )
                 changed = {u: (flag_names(i.get(b"FLAGS", ())), modseq_of(i)) for u, i in fetched.items()}
             if sel.highestmodseq != f.highestmodseq or sel.exists != f.exists_count:
                 gone = set(known) - set(self.conn.search_uids(f"UID 1:{max(top, 1)}".encode()))
@@ -191,8 +209,13 @@ class FolderSync:
                 if set(new) != set(known[uid][1]) - {"\\Recent"}:
                     updates += 1
                 self.store.set_flags(f.id, sel.uidvalidity, uid, new, modseq)
-            self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity, uidnext=start,
-                                        highestmodseq=sel.highestmodseq, exists_count=sel.exists)
+            self.store.set_folder_state(
+                f.id,
+                uidvalidity=sel.uidvalidity,
+                uidnext=start,
+                highestmodseq=sel.highestmodseq,
+                exists_count=sel.exists,
+            )
         self.counts["expunged"] += len(gone)
         self.counts["flags"] += updates
         return {u for u in known if u >= start and u not in gone}
@@ -215,8 +238,9 @@ class FolderSync:
         self.timing["search"] += time.perf_counter() - t0
         self._download(sel, uids, advance_state=True, start=start, top=max(stored, default=0))
 
-    def _download(self, sel: Selected, uids: Sequence[int], *, advance_state: bool, start: int = 1,
-                  top: int = 0) -> None:
+    def _download(
+        self, sel: Selected, uids: Sequence[int], *, advance_state: bool, start: int = 1, top: int = 0
+    ) -> None:
         """Newest first: the highest UIDs in a small first batch, then batch_size at a time down to
         the lowest. With `advance_state`, UIDNEXT moves (past every UID seen, `top` too) only with
         the last, oldest batch: until then it stays at `start`, under the oldest UID still missing."""
@@ -224,9 +248,13 @@ class FolderSync:
         items = b"UID FLAGS INTERNALDATE BODY.PEEK[]" + (b" MODSEQ" if self.conn.condstore else b"")
         if not uids and advance_state:
             with self.store.transaction():
-                self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity,
-                                            uidnext=max(sel.uidnext, start, top + 1),
-                                            highestmodseq=sel.highestmodseq, exists_count=sel.exists)
+                self.store.set_folder_state(
+                    f.id,
+                    uidvalidity=sel.uidvalidity,
+                    uidnext=max(sel.uidnext, start, top + 1),
+                    highestmodseq=sel.highestmodseq,
+                    exists_count=sel.exists,
+                )
         if not uids:
             return
         newest = sorted(uids, reverse=True)
@@ -234,7 +262,7 @@ class FolderSync:
         batches: list[list[int]] = []
         i = 0
         while i < len(newest):
-            batches.append(sorted(newest[i:i + size]))
+            batches.append(sorted(newest[i : i + size]))
             i += size
             size = self.batch_size
         end = max(sel.uidnext, newest[0] + 1, start, top + 1)  # UIDNEXT once the oldest batch is stored
@@ -252,8 +280,17 @@ class FolderSync:
                 readers.close()
             self.timing["workers"] += time.perf_counter() - t0
 
-    def _download_batches(self, sel: Selected, batches: list[list[int]], items: bytes, pool: Executor | None, *,
-                          advance_state: bool, start: int, end: int) -> None:
+    def _download_batches(
+        self,
+        sel: Selected,
+        batches: list[list[int]],
+        items: bytes,
+        pool: Executor | None,
+        *,
+        advance_state: bool,
+        start: int,
+        end: int,
+    ) -> None:
         """Four stages overlap: the server prepares the next batches, a thread takes them off the
         socket, a worker process reads their headers, and this thread stores batch n."""
         timing = self.timing
@@ -268,8 +305,9 @@ class FolderSync:
                 if self.worker_failed:
                     fetcher.pool = None  # no more batches for it
                 last = n + 1 == len(batches)
-                self._store_batch(sel, batch, fetched, future, uidnext=end if last else start,
-                                  advance_state=advance_state)
+                self._store_batch(
+                    sel, batch, fetched, future, uidnext=end if last else start, advance_state=advance_state
+                )
                 if not last and self.stop is not None and self.stop.is_set():
                     self.complete = False
                     return
@@ -278,8 +316,16 @@ class FolderSync:
             fetcher.close()
             timing["threads"] += time.perf_counter() - t0
 
-    def _store_batch(self, sel: Selected, batch: list[int], fetched: dict[int, dict], future: Future | None, *,
-                     uidnext: int, advance_state: bool) -> None:
+    def _store_batch(
+        self,
+        sel: Selected,
+        batch: list[int],
+        fetched: dict[int, dict],
+        future: Future | None,
+        *,
+        uidnext: int,
+        advance_state: bool,
+    ) -> None:
         """One transaction: the batch's messages and the folder state that accounts for them."""
         f = self.folder
         timing = self.timing
@@ -303,9 +349,20 @@ class FolderSync:
                     self.log.info("empty message not stored (expunged meanwhile?)", folder=f.name, uid=uid)
                 continue
             digest, env = next(read) if read else (envelope.content_hash(raw), envelope.read(raw))
-            items.append(Incoming(raw, digest, env, f.id, sel.uidvalidity, uid,
-                                  _with_pending(flag_names(item.get(b"FLAGS", ())), overlay.get(uid, ())),
-                                  internaldate(item.get(b"INTERNALDATE")), f"imap:{f.name}", modseq_of(item)))
+            items.append(
+                Incoming(
+                    raw,
+                    digest,
+                    env,
+                    f.id,
+                    sel.uidvalidity,
+                    uid,
+                    _with_pending(flag_names(item.get(b"FLAGS", ())), overlay.get(uid, ())),
+                    internaldate(item.get(b"INTERNALDATE")),
+                    f"imap:{f.name}",
+                    modseq_of(item),
+                )
+            )
         t2 = time.perf_counter()
         timing["rows"] += t2 - t1
         half = len(items) // 2 + 1  # the crash point lands with half the batch written, as it did per message
@@ -319,8 +376,13 @@ class FolderSync:
             crashpoints.reached("sync.before_state", folder=f.name, uid=batch[-1])
             if advance_state:
                 # every UID below `uidnext` is stored: older batches still to come keep it down
-                self.store.set_folder_state(f.id, uidvalidity=sel.uidvalidity, uidnext=uidnext,
-                                            highestmodseq=sel.highestmodseq, exists_count=sel.exists)
+                self.store.set_folder_state(
+                    f.id,
+                    uidvalidity=sel.uidvalidity,
+                    uidnext=uidnext,
+                    highestmodseq=sel.highestmodseq,
+                    exists_count=sel.exists,
+                )
         t3 = time.perf_counter()
         timing["sqlite"] += t3 - t2
         crashpoints.reached("sync.after_batch", folder=f.name, uid=batch[-1])
@@ -345,7 +407,7 @@ class FolderSync:
         relocate: list[tuple[int | None, int, int, tuple[str, ...], int | None]] = []
         download: list[int] = []
         for i in range(0, len(server), 1000):
-            part = server[i:i + 1000]
+            part = server[i : i + 1000]
             fetched = self.conn.fetch(part, HEADER_ITEMS + (b" MODSEQ" if self.conn.condstore else b""))
             for uid in part:
                 item = fetched.get(uid)
@@ -371,8 +433,9 @@ class FolderSync:
             self.counts["expunged"] += len(self.store.stale_locations(f.id, uv))
             self.store.drop_stale_uidvalidity(f.id, uv, defer=True)
             self.store.drop_orphan_flag_changes()
-            self.store.set_folder_state(f.id, uidvalidity=uv, uidnext=sel.uidnext,
-                                        highestmodseq=sel.highestmodseq, exists_count=sel.exists)
+            self.store.set_folder_state(
+                f.id, uidvalidity=uv, uidnext=sel.uidnext, highestmodseq=sel.highestmodseq, exists_count=sel.exists
+            )
         return sel.uidnext
 
 
@@ -419,8 +482,12 @@ def _reader_pool() -> Executor | None:
 
     envelope.load_all()  # the child imports nothing and opens no library: see envelope.load_all, processes.libc
     try:
-        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=processes.die_with_parent, initargs=(processes.libc(),))
+        pool = ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=processes.die_with_parent,
+            initargs=(processes.libc(),),
+        )
         # forked now, from this thread: PR_SET_PDEATHSIG follows the thread that forked, and the
         # thread that reads the batches (oaken.sync.fetcher) ends before the sync does
         pool.submit(int)

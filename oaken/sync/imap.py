@@ -24,8 +24,17 @@ from oaken.config import AccountConfig, _is_loopback
 from oaken.errors import SyncError
 from oaken.sync.credentials import account_section, oauth2_token, password, ssl_context
 from oaken.sync.imap_answer import read_answer
-from oaken.sync.imap_syntax import (FolderStatus, as_text, fetch_items, flag_changes, flag_names, folder_statuses,
-                                    parse_uid_set, quote_mailbox, uid_set)
+from oaken.sync.imap_syntax import (
+    FolderStatus,
+    as_text,
+    fetch_items,
+    flag_changes,
+    flag_names,
+    folder_statuses,
+    parse_uid_set,
+    quote_mailbox,
+    uid_set,
+)
 
 # What a dropped link, a killed server process, a silent network or a broken TLS record raises.
 TRANSIENT: tuple[type[BaseException], ...] = (IMAPClient.AbortError, OSError, TimeoutError, ssl.SSLError, EOFError)
@@ -157,39 +166,50 @@ class Connection:
                 # refused: the same without the id raises if the id was not the trouble; if it was (a
                 # server that greets as Dovecot but is not), folders are recognised by their messages
                 folders = self._list_folders(None)
-                log.get("oaken.sync").warning("the server refused its mailbox ids; recognising folders by "
-                                              "their messages", item=self.mailbox_id_item.decode(), error=str(e))
+                log.get("oaken.sync").warning(
+                    "the server refused its mailbox ids; recognising folders by their messages",
+                    item=self.mailbox_id_item.decode(),
+                    error=str(e),
+                )
                 self.mailbox_id_item = None
                 return folders
         return self._list_folders(None)
 
     def _list_folders(self, id_item: bytes | None) -> list[ServerFolder]:
-        items = (b"MESSAGES UIDNEXT UIDVALIDITY" + (b" HIGHESTMODSEQ" if self.condstore else b"")
-                 + (b" " + id_item if id_item else b""))
+        items = (
+            b"MESSAGES UIDNEXT UIDVALIDITY"
+            + (b" HIGHESTMODSEQ" if self.condstore else b"")
+            + (b" " + id_item if id_item else b"")
+        )
         if self.list_status and "LIST-EXTENDED" in self.caps:
             special = b" SPECIAL-USE" if "SPECIAL-USE" in self.caps else b""
             untagged = self._check(b'LIST "" "*" RETURN (SUBSCRIBED' + special + b" STATUS (" + items + b"))")
             statuses = folder_statuses(untagged.get("STATUS", []))
-            return [ServerFolder(n, d, f, "\\Subscribed" in f or n.upper() == "INBOX", statuses.get(n))
-                    for f, d, n in self._list_entries(untagged.get("LIST", []))]
+            return [
+                ServerFolder(n, d, f, "\\Subscribed" in f or n.upper() == "INBOX", statuses.get(n))
+                for f, d, n in self._list_entries(untagged.get("LIST", []))
+            ]
         subscribed = {n for _f, _d, n in self._list_entries(self._check(b'LSUB "" "*"').get("LSUB", []))}
         out = []
         for flags, delim, name in self._list_entries(self._check(b'LIST "" "*"').get("LIST", [])):
             sub = name in subscribed or name.upper() == "INBOX"
             status = None
             if sub and "\\Noselect" not in flags:
-                status = folder_statuses(self._check(b"STATUS " + quote_mailbox(name) + b" (" + items + b")")
-                                         .get("STATUS", [])).get(name)
+                status = folder_statuses(
+                    self._check(b"STATUS " + quote_mailbox(name) + b" (" + items + b")").get("STATUS", [])
+                ).get(name)
             out.append(ServerFolder(name, delim, flags, sub, status))
         return out
 
     def _list_entries(self, data: list) -> Iterator[tuple[tuple[str, ...], str | None, str]]:
         for flags, delim, name in self.client._proc_folder_list([d for d in data if d is not None]):
-            yield (flag_names(flags), as_text(delim) if delim is not None else None,
-                   name if isinstance(name, str) else imap_utf7.decode(name))
+            yield (
+                flag_names(flags),
+                as_text(delim) if delim is not None else None,
+                name if isinstance(name, str) else imap_utf7.decode(name),
+            )
 
-    def select(self, name: str, *, readonly: bool = False,
-               qresync: tuple[int, int] | None = None) -> Selected:
+    def select(self, name: str, *, readonly: bool = False, qresync: tuple[int, int] | None = None) -> Selected:
         """SELECT (or EXAMINE); with `qresync=(uidvalidity, modseq)` the server reports what vanished
         and which flags changed since then, in the same round trip (RFC 7162)."""
         line = (b"EXAMINE " if readonly else b"SELECT ") + quote_mailbox(name)
@@ -218,8 +238,15 @@ class Connection:
         if uidnext is None:  # allowed by RFC 3501 when the folder is empty; find it ourselves
             uids = self.search_uids(b"ALL") if exists else []
             uidnext = max(uids) + 1 if uids else 1
-        return Selected(name, uidvalidity, uidnext, exists, num("HIGHESTMODSEQ") if self.condstore else None,
-                        frozenset(vanished), changed)
+        return Selected(
+            name,
+            uidvalidity,
+            uidnext,
+            exists,
+            num("HIGHESTMODSEQ") if self.condstore else None,
+            frozenset(vanished),
+            changed,
+        )
 
     # ---- messages -----------------------------------------------------------------------------
 
@@ -318,8 +345,10 @@ def connect(account: AccountConfig, *, timeout: float | None = None) -> Connecti
     where = account_section(account)
     port = account.effective_port
     if account.tls == "none" and not (account.allow_plaintext or _is_loopback(account.host)):
-        raise SyncError(f"{where} tls: \"none\" to {account.host} would send the password in the clear; "
-                        "use implicit or starttls, or set allow_plaintext = true")
+        raise SyncError(
+            f'{where} tls: "none" to {account.host} would send the password in the clear; '
+            "use implicit or starttls, or set allow_plaintext = true"
+        )
     secret = oauth2_token(account) if account.auth in ("xoauth2", "oauthbearer") else password(account)
     t = timeout if timeout is not None else (account.timeout_seconds or 60.0)
     try:
@@ -334,8 +363,10 @@ def connect(account: AccountConfig, *, timeout: float | None = None) -> Connecti
             client = IMAPClient(account.host, port, ssl=False, timeout=t)
             if account.tls == "starttls":
                 if not client.has_capability("STARTTLS"):
-                    raise SyncError(f"{where} tls: {account.host}:{port} does not offer STARTTLS; "
-                                    "use tls = \"implicit\" with its IMAPS port")
+                    raise SyncError(
+                        f"{where} tls: {account.host}:{port} does not offer STARTTLS; "
+                        'use tls = "implicit" with its IMAPS port'
+                    )
                 client.starttls(ctx)
         if account.auth == "xoauth2":
             client.oauth2_login(account.username, secret)
@@ -346,16 +377,19 @@ def connect(account: AccountConfig, *, timeout: float | None = None) -> Connecti
         return Connection(account, client)
     except ssl.SSLCertVerificationError as e:
         _drop(client)
-        raise SyncError(f"{where} {account.host}:{port}: certificate not trusted ({e.verify_message}); "
-                        "for a private server set ca_file to its certificate") from None
+        raise SyncError(
+            f"{where} {account.host}:{port}: certificate not trusted ({e.verify_message}); "
+            "for a private server set ca_file to its certificate"
+        ) from None
     except IMAPClient.AbortError as e:
         _drop(client)
         raise ConnectionLost(f"{where} {account.host}:{port}: connection lost while logging in: {e}") from None
     except IMAPClient.Error as e:
         _drop(client)
-        raise SyncError(f"{where} {account.host}:{port}: login as {account.username!r} refused ({e}); "
-                        f"check the {'token from oauth2_token_command' if account.auth != 'password' else 'password source'}"
-                        ) from None
+        raise SyncError(
+            f"{where} {account.host}:{port}: login as {account.username!r} refused ({e}); "
+            f"check the {'token from oauth2_token_command' if account.auth != 'password' else 'password source'}"
+        ) from None
     except TRANSIENT as e:
         _drop(client)
         raise ConnectionLost(f"{where} {account.host}:{port}: {type(e).__name__}: {e}") from None
@@ -386,6 +420,8 @@ def idle_wait(conn: Connection, folder: str, timeout: float, on_started: Callabl
         responses = conn.client.idle_check(timeout=timeout)
     finally:
         _text_, more = conn.client.idle_done()
-    changed = any(_IDLE_EVENT.search(b" ".join(x if isinstance(x, bytes) else str(x).encode() for x in r))
-                  for r in (*responses, *more))
+    changed = any(
+        _IDLE_EVENT.search(b" ".join(x if isinstance(x, bytes) else str(x).encode() for x in r))
+        for r in (*responses, *more)
+    )
     return changed

@@ -24,7 +24,7 @@ def read_answer(imap: imaplib.IMAP4, tag: bytes, line: bytes) -> tuple[str, byte
         resp = resp[:-2]
         if resp.startswith(tag + b" "):
             del imap.tagged_commands[tag]
-            typ, _sp, text = resp[len(tag) + 1:].partition(b" ")
+            typ, _sp, text = resp[len(tag) + 1 :].partition(b" ")
             if typ == b"BAD":
                 raise IMAPClient.Error(f"{line[:80]!r}: {typ.decode(errors='replace')} {text!r}")
             return typ.decode(errors="replace"), text, untagged

@@ -88,8 +88,13 @@ def folder_statuses(data: list) -> dict[str, FolderStatus]:
         parts = parse_response([entry] if isinstance(entry, bytes) else list(entry))
         name = imap_utf7.decode(parts[0]) if isinstance(parts[0], bytes) else str(parts[0])
         values = dict(zip(parts[1][::2], parts[1][1::2]))
-        out[name] = FolderStatus(values.get(b"MESSAGES"), values.get(b"UIDNEXT"),
-                                 values.get(b"UIDVALIDITY"), values.get(b"HIGHESTMODSEQ"), mailbox_id_of(values))
+        out[name] = FolderStatus(
+            values.get(b"MESSAGES"),
+            values.get(b"UIDNEXT"),
+            values.get(b"UIDVALIDITY"),
+            values.get(b"HIGHESTMODSEQ"),
+            mailbox_id_of(values),
+        )
     return out
 
 
@@ -132,9 +137,14 @@ def fetch_items(data: list) -> dict[int, dict]:
 # time on it than storing the message; anything else falls back to that parser.
 _BODY_FETCH = re.compile(
     rb'\d+ \(UID (\d+) FLAGS \(([^()]*)\) INTERNALDATE "(\d{1,2})-(\w{3})-(\d{4}) (\d\d):(\d\d):(\d\d) '
-    rb'([+-])(\d\d)(\d\d)"(?: MODSEQ \((\d+)\))? BODY\[\] \{\d+\}$')
-_MONTHS = {m: i for i, m in enumerate(
-    (b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"), 1)}
+    rb'([+-])(\d\d)(\d\d)"(?: MODSEQ \((\d+)\))? BODY\[\] \{\d+\}$'
+)
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        (b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"), 1
+    )
+}
 
 
 def _fast_fetch(data: list) -> dict[int, dict] | None:
@@ -153,8 +163,12 @@ def _fast_fetch(data: list) -> dict[int, dict] | None:
         uid, flags, day, mon, year, hh, mm, ss, sign, oh, om, modseq = m.groups()
         stamp = calendar.timegm((int(year), _MONTHS[mon], int(day), int(hh), int(mm), int(ss), 0, 0, 0))
         offset = (int(oh) * 3600 + int(om) * 60) * (1 if sign == b"+" else -1)
-        item: dict = {b"UID": int(uid), b"FLAGS": tuple(flags.split()), b"INTERNALDATE": stamp - offset,
-                      b"BODY[]": entry[1]}
+        item: dict = {
+            b"UID": int(uid),
+            b"FLAGS": tuple(flags.split()),
+            b"INTERNALDATE": stamp - offset,
+            b"BODY[]": entry[1],
+        }
         if modseq is not None:
             item[b"MODSEQ"] = (int(modseq),)
         out[int(uid)] = item

@@ -60,8 +60,11 @@ class SyncReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.renamed or self.deleted or any(
-            f.new or f.matched or f.flags or f.expunged or f.pushed for f in self.folders))
+        return bool(
+            self.renamed
+            or self.deleted
+            or any(f.new or f.matched or f.flags or f.expunged or f.pushed for f in self.folders)
+        )
 
     @property
     def skipped(self) -> int:
@@ -71,11 +74,15 @@ class SyncReport:
 def account_config(config: Config, account: str | None) -> AccountConfig:
     name = config.account(account)
     if not config.accounts:
-        raise ConfigError(f"{config.source or config_mod.config_path()}: no [accounts.NAME] table; "
-                          "`oaken init --host ... --username ...` writes one")
+        raise ConfigError(
+            f"{config.source or config_mod.config_path()}: no [accounts.NAME] table; "
+            "`oaken init --host ... --username ...` writes one"
+        )
     if name is None:
-        raise ConfigError(f"{config.source}: several accounts ({', '.join(config.accounts)}); "
-                          "pass --account NAME or set default_account")
+        raise ConfigError(
+            f"{config.source}: several accounts ({', '.join(config.accounts)}); "
+            "pass --account NAME or set default_account"
+        )
     if name not in config.accounts:
         raise ConfigError(f"{config.source}: no account {name!r} (accounts: {', '.join(config.accounts)})")
     return config.accounts[name]
@@ -91,8 +98,9 @@ def wanted(folder: ServerFolder, account: AccountConfig) -> bool:
         return False
     if (folder.special_use or "").lower() in DEFAULT_EXCLUDED_USES:
         return name in account.folders
-    return any(fnmatch.fnmatchcase(name, p) or (p.upper() == "INBOX" and name.upper() == "INBOX")
-               for p in account.folders)
+    return any(
+        fnmatch.fnmatchcase(name, p) or (p.upper() == "INBOX" and name.upper() == "INBOX") for p in account.folders
+    )
 
 
 def unchanged(local: Folder, server: ServerFolder) -> bool:
@@ -101,8 +109,12 @@ def unchanged(local: Folder, server: ServerFolder) -> bool:
     st = server.status
     if st is None or st.highestmodseq is None or local.uidvalidity is None:
         return False
-    return (st.uidvalidity == local.uidvalidity and st.uidnext == local.uidnext
-            and st.highestmodseq == local.highestmodseq and st.messages == local.exists_count)
+    return (
+        st.uidvalidity == local.uidvalidity
+        and st.uidnext == local.uidnext
+        and st.highestmodseq == local.highestmodseq
+        and st.messages == local.exists_count
+    )
 
 
 class AccountSync:
@@ -134,8 +146,14 @@ class AccountSync:
         if self._own_store:
             self.store.close()
 
-    def run(self, *, only: Iterable[str] | None = None, progress: Any = None, on_batch: OnBatch | None = None,
-            stop: threading.Event | None = None) -> SyncReport:
+    def run(
+        self,
+        *,
+        only: Iterable[str] | None = None,
+        progress: Any = None,
+        on_batch: OnBatch | None = None,
+        stop: threading.Event | None = None,
+    ) -> SyncReport:
         """One pass over the account's folders (or just `only`). A lost link raises ConnectionLost
         after closing the connection; everything committed so far stays. `progress(n)` is called per
         stored batch; if it has `set_total(n)`, that is called first with the messages expected."""
@@ -148,19 +166,32 @@ class AccountSync:
             raise
         except TRANSIENT as e:
             self.drop_connection()
-            raise ConnectionLost(f"[accounts.{self.account.name}] {self.account.host}: connection lost "
-                                 f"({type(e).__name__}: {e}); what was stored is kept") from None
+            raise ConnectionLost(
+                f"[accounts.{self.account.name}] {self.account.host}: connection lost "
+                f"({type(e).__name__}: {e}); what was stored is kept"
+            ) from None
         except IMAPClient.Error as e:  # the server refused a command outside any one folder (LIST)
             self.drop_connection()
-            raise ConnectionLost(f"[accounts.{self.account.name}] {self.account.host}: the server refused "
-                                 f"a command ({e}); what was stored is kept") from None
+            raise ConnectionLost(
+                f"[accounts.{self.account.name}] {self.account.host}: the server refused "
+                f"a command ({e}); what was stored is kept"
+            ) from None
         finally:
             readers.close()
 
-    def _run(self, only: set[str] | None, progress: Any, on_batch: OnBatch | None,
-             stop: threading.Event | None, t0: float, readers: HeaderReaders) -> SyncReport:
-        timing = {"open": self._opened,
-                  **dict.fromkeys(("connect", "list", "folder_rows", "folder", *TIMERS, "end"), 0.0)}
+    def _run(
+        self,
+        only: set[str] | None,
+        progress: Any,
+        on_batch: OnBatch | None,
+        stop: threading.Event | None,
+        t0: float,
+        readers: HeaderReaders,
+    ) -> SyncReport:
+        timing = {
+            "open": self._opened,
+            **dict.fromkeys(("connect", "list", "folder_rows", "folder", *TIMERS, "end"), 0.0),
+        }
         self._opened = 0.0
         conn = self.connect()
         t1 = time.perf_counter()
@@ -182,15 +213,29 @@ class AccountSync:
                 break
             t1 = time.perf_counter()
             with self.store.transaction():
-                local = self.store.ensure_folder(self.account_id, sf.name, delimiter=sf.delimiter,
-                                                 special_use=sf.special_use, mailbox_id=sf.mailbox_id)
+                local = self.store.ensure_folder(
+                    self.account_id,
+                    sf.name,
+                    delimiter=sf.delimiter,
+                    special_use=sf.special_use,
+                    mailbox_id=sf.mailbox_id,
+                )
             skip = unchanged(local, sf) and not self.store.pending_flag_changes(local.id)
             timing["folder_rows"] += time.perf_counter() - t1
             if skip:
                 reports.append(FolderReport(sf.name, skipped=True))
                 continue
-            folder_sync = FolderSync(conn, self.store, self.account_id, local, batch_size=self.account.batch_size,
-                                     progress=progress, on_batch=on_batch, stop=stop, readers=readers)
+            folder_sync = FolderSync(
+                conn,
+                self.store,
+                self.account_id,
+                local,
+                batch_size=self.account.batch_size,
+                progress=progress,
+                on_batch=on_batch,
+                stop=stop,
+                readers=readers,
+            )
             try:
                 report = folder_sync.run()
             except IMAPClient.AbortError:
@@ -204,10 +249,19 @@ class AccountSync:
                     timing[key] += folder_sync.timing[key]
             complete = complete and report.complete
             reports.append(report)
-            self.log.info("folder synced", folder=sf.name, new=report.new, matched=report.matched,
-                          flags=report.flags, expunged=report.expunged, pushed=report.pushed,
-                          rejected=report.rejected, uidvalidity_changed=report.uidvalidity_changed,
-                          bytes=report.bytes, seconds=report.seconds)
+            self.log.info(
+                "folder synced",
+                folder=sf.name,
+                new=report.new,
+                matched=report.matched,
+                flags=report.flags,
+                expunged=report.expunged,
+                pushed=report.pushed,
+                rejected=report.rejected,
+                uidvalidity_changed=report.uidvalidity_changed,
+                bytes=report.bytes,
+                seconds=report.seconds,
+            )
         t1 = time.perf_counter()
         readers.close()
         if complete and only is None:
@@ -221,8 +275,9 @@ class AccountSync:
         timing["end"] = end - t1
         timing["total"] = end - t0 + timing["open"]
         self.log.debug("sync timing", folders=len(selected), **{k: round(v, 4) for k, v in timing.items()})
-        return SyncReport(self.account.name, tuple(reports), tuple(renamed), tuple(deleted), rejected, complete,
-                          round(end - t0, 4))
+        return SyncReport(
+            self.account.name, tuple(reports), tuple(renamed), tuple(deleted), rejected, complete, round(end - t0, 4)
+        )
 
     def _expected_downloads(self, selected: list[ServerFolder]) -> int:
         """The messages a first sync of these folders downloads (0 for incremental syncs): a new
@@ -242,8 +297,9 @@ class AccountSync:
 
     # ---- renamed, deleted and replaced folders ---------------------------------------------------
 
-    def _mirror_folder_changes(self, conn: Connection, server: list[ServerFolder],
-                               selected: list[ServerFolder]) -> tuple[list[tuple[str, str]], list[str]]:
+    def _mirror_folder_changes(
+        self, conn: Connection, server: list[ServerFolder], selected: list[ServerFolder]
+    ) -> tuple[list[tuple[str, str]], list[str]]:
         """Before any folder is synced: each mirrored folder whose mailbox left its name is found
         under its new name (renamed: its messages, ids and triage kept, nothing downloaded) or
         dropped (deleted on the server: its messages go, unless another folder holds them too)."""
@@ -265,8 +321,9 @@ class AccountSync:
         if not gone and not unsure:
             return [], []
         vacated = {f.name for f in gone + unsure}
-        candidates = [sf for sf in selected
-                      if sf.name not in local or local[sf.name].uidvalidity is None or sf.name in vacated]
+        candidates = [
+            sf for sf in selected if sf.name not in local or local[sf.name].uidvalidity is None or sf.name in vacated
+        ]
         pairs: list[tuple[float, Folder, ServerFolder]] = []
         for old in gone + unsure:
             for sf in candidates:
@@ -299,8 +356,12 @@ class AccountSync:
                     self.store.delete_folder(placeholder.id, defer=True)
                 self.store.rename_folder(old.id, sf.name)
                 renamed.append((old.name, sf.name))
-                self.log.info("folder renamed", old=old.name, new=sf.name,
-                              by="mailbox id" if old.mailbox_id and sf.mailbox_id else "sampled messages")
+                self.log.info(
+                    "folder renamed",
+                    old=old.name,
+                    new=sf.name,
+                    by="mailbox id" if old.mailbox_id and sf.mailbox_id else "sampled messages",
+                )
         return renamed, deleted
 
     def _same_mailbox(self, conn: Connection, old: Folder, new: ServerFolder) -> float | None:
@@ -341,8 +402,14 @@ class AccountSync:
         return share if share >= RENAME_SHARE else None
 
 
-def sync(config: Config | None = None, account: str | None = None, progress: Any = None, *,
-         stop: threading.Event | None = None, on_batch: OnBatch | None = None) -> SyncReport:
+def sync(
+    config: Config | None = None,
+    account: str | None = None,
+    progress: Any = None,
+    *,
+    stop: threading.Event | None = None,
+    on_batch: OnBatch | None = None,
+) -> SyncReport:
     """Mirror one account's folders into raw.db once (`oaken sync --once`)."""
     cfg = config if config is not None else config_mod.load()
     acc = account_config(cfg, account)
@@ -353,5 +420,4 @@ def sync(config: Config | None = None, account: str | None = None, progress: Any
         runner.close()
 
 
-__all__ = ["sync", "SyncReport", "AccountSync", "account_config", "wanted", "unchanged", "SyncError",
-           "ConnectionLost"]
+__all__ = ["sync", "SyncReport", "AccountSync", "account_config", "wanted", "unchanged", "SyncError", "ConnectionLost"]

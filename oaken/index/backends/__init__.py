@@ -50,7 +50,7 @@ class Backend:
     name: str
     summary: str
     modules: tuple[str, ...]  # Python packages it runs on
-    load: Callable[[Path, int, int], "Embedder"]  # (data_dir, threads, batch_size)
+    load: Callable[[Path, int, int], Embedder]  # (data_dir, threads, batch_size)
     artifact: Callable[[], str]  # identity of what runs: export version and runtime versions
     auto_needs: Callable[[], str | None] = lambda: None  # why "auto" skips it on this CPU, or None
 
@@ -83,7 +83,7 @@ def _cpu_tag() -> str:
     return "+".join(f for f in ("avx512_vnni", "avx512_bf16", "amx_bf16", "avx2") if f in flags) or "plain"
 
 
-def _load_torch_fp32(data_dir: Path, threads: int, batch_size: int) -> "Embedder":
+def _load_torch_fp32(data_dir: Path, threads: int, batch_size: int) -> Embedder:
     from oaken.index.minilm import MiniLMEmbedder
 
     embedder = MiniLMEmbedder.load(threads=threads, batch_size=batch_size, backend="torch")
@@ -91,26 +91,27 @@ def _load_torch_fp32(data_dir: Path, threads: int, batch_size: int) -> "Embedder
     return embedder
 
 
-def _load_torch_bf16(data_dir: Path, threads: int, batch_size: int) -> "Embedder":
+def _load_torch_bf16(data_dir: Path, threads: int, batch_size: int) -> Embedder:
     from oaken.index.backends.torch_bf16 import TorchBf16Embedder
 
     return TorchBf16Embedder.load(threads=threads, batch_size=batch_size)
 
 
-def _load_onnx(int8: bool) -> Callable[[Path, int, int], "Embedder"]:
-    def load(data_dir: Path, threads: int, batch_size: int) -> "Embedder":
+def _load_onnx(int8: bool) -> Callable[[Path, int, int], Embedder]:
+    def load(data_dir: Path, threads: int, batch_size: int) -> Embedder:
         from oaken.index.backends import onnx
 
         return (onnx.load_int8 if int8 else onnx.load_fp32)(data_dir, threads=threads, batch_size=batch_size)
+
     return load
 
 
-def _load_openvino(int8: bool) -> Callable[[Path, int, int], "Embedder"]:
-    def load(data_dir: Path, threads: int, batch_size: int) -> "Embedder":
+def _load_openvino(int8: bool) -> Callable[[Path, int, int], Embedder]:
+    def load(data_dir: Path, threads: int, batch_size: int) -> Embedder:
         from oaken.index.backends import openvino
 
-        return (openvino.load_int8 if int8 else openvino.load_float)(data_dir, threads=threads,
-                                                                     batch_size=batch_size)
+        return (openvino.load_int8 if int8 else openvino.load_float)(data_dir, threads=threads, batch_size=batch_size)
+
     return load
 
 
@@ -118,20 +119,55 @@ def _art(name: str, *dists: str) -> Callable[[], str]:
     return lambda: "|".join([name, *(f"{d}=={_version(d)}" for d in dists), _cpu_tag()])
 
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (
-    Backend("torch-fp32", "sentence-transformers in float32: the reference", ("torch", "sentence_transformers"),
-            _load_torch_fp32, _art("st", "torch", "sentence-transformers", "transformers")),
-    Backend("torch-bf16", "transformers in bfloat16", ("torch", "transformers"),
-            _load_torch_bf16, _art("bf16-v1", "torch", "transformers"), _needs_bf16),
-    Backend("onnx-fp32", "ONNX Runtime, float32 export", ("onnxruntime",),
-            _load_onnx(False), _art("onnx-fp32-v1", "onnxruntime", "torch")),
-    Backend("onnx-int8", "ONNX Runtime, int8 weights per channel", ("onnxruntime", "onnx"),
-            _load_onnx(True), _art("onnx-int8-v1", "onnxruntime", "onnx", "torch")),
-    Backend("openvino", "OpenVINO at the CPU's precision (bf16 where native)", ("openvino",),
-            _load_openvino(False), _art("openvino-v1", "openvino", "torch"), _needs_bf16),
-    Backend("openvino-int8", "OpenVINO, static int8 calibrated on the shipped Enron sample", ("openvino", "nncf"),
-            _load_openvino(True), _art("openvino-int8-v1", "openvino", "nncf", "torch")),
-)}
+BACKENDS: dict[str, Backend] = {
+    b.name: b
+    for b in (
+        Backend(
+            "torch-fp32",
+            "sentence-transformers in float32: the reference",
+            ("torch", "sentence_transformers"),
+            _load_torch_fp32,
+            _art("st", "torch", "sentence-transformers", "transformers"),
+        ),
+        Backend(
+            "torch-bf16",
+            "transformers in bfloat16",
+            ("torch", "transformers"),
+            _load_torch_bf16,
+            _art("bf16-v1", "torch", "transformers"),
+            _needs_bf16,
+        ),
+        Backend(
+            "onnx-fp32",
+            "ONNX Runtime, float32 export",
+            ("onnxruntime",),
+            _load_onnx(False),
+            _art("onnx-fp32-v1", "onnxruntime", "torch"),
+        ),
+        Backend(
+            "onnx-int8",
+            "ONNX Runtime, int8 weights per channel",
+            ("onnxruntime", "onnx"),
+            _load_onnx(True),
+            _art("onnx-int8-v1", "onnxruntime", "onnx", "torch"),
+        ),
+        Backend(
+            "openvino",
+            "OpenVINO at the CPU's precision (bf16 where native)",
+            ("openvino",),
+            _load_openvino(False),
+            _art("openvino-v1", "openvino", "torch"),
+            _needs_bf16,
+        ),
+        Backend(
+            "openvino-int8",
+            "OpenVINO, static int8 calibrated on the shipped Enron sample",
+            ("openvino", "nncf"),
+            _load_openvino(True),
+            _art("openvino-int8-v1", "openvino", "nncf", "torch"),
+        ),
+    )
+}
 
 # Fastest first, as measured on 2 cores (tokens/s at ~200-token chunks): openvino-int8 20.6k,
 # openvino (bf16) 13.9k, onnx-int8 13.5k, torch-bf16 10.3k, onnx-fp32 6.5k, torch-fp32 5.4k.
@@ -163,8 +199,15 @@ def fidelity_store(data_dir: Path):
     return FidelityStore(artifacts.models_root(data_dir, artifacts.weights_dir()))
 
 
-def check(name: str, embedder: "Embedder", data_dir: Path, *, threads: int = 0, batch_size: int = 64,
-          sample: "Sample | None" = None) -> "Fidelity":
+def check(
+    name: str,
+    embedder: Embedder,
+    data_dir: Path,
+    *,
+    threads: int = 0,
+    batch_size: int = 64,
+    sample: Sample | None = None,
+) -> Fidelity:
     """The fidelity of `embedder` (backend `name`) against torch fp32, cached in data_dir."""
     from oaken.index import fidelity
 
@@ -172,13 +215,20 @@ def check(name: str, embedder: "Embedder", data_dir: Path, *, threads: int = 0, 
     ref = BACKENDS[REFERENCE]
     if name == REFERENCE:
         return fidelity.Fidelity(REFERENCE, "", 0, 0, 1.0, 1.0, 1.0, True, "")
-    return fidelity.check(name, embedder, store=store, artifact=BACKENDS[name].artifact(),
-                          reference_artifact=ref.artifact(),
-                          load_reference=lambda: ref.load(data_dir, threads, batch_size), sample=sample)
+    return fidelity.check(
+        name,
+        embedder,
+        store=store,
+        artifact=BACKENDS[name].artifact(),
+        reference_artifact=ref.artifact(),
+        load_reference=lambda: ref.load(data_dir, threads, batch_size),
+        sample=sample,
+    )
 
 
-def load_backend(name: str, data_dir: Path, *, threads: int = 0, batch_size: int = 64,
-                 sample: "Sample | None" = None) -> "Embedder":
+def load_backend(
+    name: str, data_dir: Path, *, threads: int = 0, batch_size: int = 64, sample: Sample | None = None
+) -> Embedder:
     """Backend `name`, exported if needed and checked; VectorUnavailable if it cannot be used."""
     from oaken.index import fidelity
 
@@ -194,8 +244,9 @@ def load_backend(name: str, data_dir: Path, *, threads: int = 0, batch_size: int
     except (VectorUnavailable, ConfigError):
         raise
     except Exception as exc:  # an engine that cannot compile or run the model on this machine
-        raise VectorUnavailable("no_embedder", f"[embedder] backend {name!r} cannot run here: "
-                                               f"{type(exc).__name__}: {exc}") from exc
+        raise VectorUnavailable(
+            "no_embedder", f"[embedder] backend {name!r} cannot run here: {type(exc).__name__}: {exc}"
+        ) from exc
     fidelity.require(result)
     return embedder
 
@@ -219,9 +270,19 @@ def _prepare_in_child(name: str, data_dir: Path, threads: int, batch_size: int) 
 
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "oaken.index.backends.prepare", name, str(data_dir), str(threads),
-             str(batch_size), str(os.getpid())],
-            stdout=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-m",
+                "oaken.index.backends.prepare",
+                name,
+                str(data_dir),
+                str(threads),
+                str(batch_size),
+                str(os.getpid()),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
     except OSError:  # no interpreter to start (an embedding application): the caller prepares it here
         return
     while True:
@@ -232,13 +293,19 @@ def _prepare_in_child(name: str, data_dir: Path, threads: int, batch_size: int) 
             if _STOP_PREPARING.is_set():
                 proc.terminate()  # the export's lock and temporary folder make this harmless
                 proc.communicate()
-                raise VectorUnavailable("no_embedder", f"[embedder] backend {name!r}: export interrupted because "
-                                                       "Oaken is stopping; it starts again on the next run") from None
+                raise VectorUnavailable(
+                    "no_embedder",
+                    f"[embedder] backend {name!r}: export interrupted because "
+                    "Oaken is stopping; it starts again on the next run",
+                ) from None
     try:
         answer = json.loads(out.strip().splitlines()[-1])
     except (IndexError, ValueError):
-        answer = {"ok": False, "error": f"[embedder] backend {name!r}: preparing it in a child process failed "
-                                         f"(exit status {proc.returncode}); its log is above"}
+        answer = {
+            "ok": False,
+            "error": f"[embedder] backend {name!r}: preparing it in a child process failed "
+            f"(exit status {proc.returncode}); its log is above",
+        }
     if not answer.get("ok"):
         raise VectorUnavailable("no_embedder", str(answer.get("error")))
 
@@ -249,8 +316,7 @@ def stop_preparing() -> None:
     _STOP_PREPARING.set()
 
 
-def choose(data_dir: Path, *, threads: int = 0, batch_size: int = 64,
-           sample: "Sample | None" = None) -> "Embedder":
+def choose(data_dir: Path, *, threads: int = 0, batch_size: int = 64, sample: Sample | None = None) -> Embedder:
     """The first backend of AUTO_ORDER that can run here and passes its check."""
     from oaken import log
 
@@ -270,7 +336,7 @@ def choose(data_dir: Path, *, threads: int = 0, batch_size: int = 64,
     raise VectorUnavailable("no_embedder", "no embedding backend can run: " + "; ".join(skipped))
 
 
-def load(config: "Config", *, data_dir: Path | None = None, sample: "Sample | None" = None) -> "Embedder":
+def load(config: Config, *, data_dir: Path | None = None, sample: Sample | None = None) -> Embedder:
     """The embedder for `[embedder] backend` (all-MiniLM-L6-v2 only): "auto" or one of BACKENDS.
     The returned embedder's `backend` attribute names the backend that runs it."""
     from oaken.config import ensure_data_dir
@@ -278,8 +344,10 @@ def load(config: "Config", *, data_dir: Path | None = None, sample: "Sample | No
     e = config.embedder
     name = canonical(e.backend)
     if name != AUTO and name not in BACKENDS:
-        raise ConfigError(f"{config.source or 'config'}: [embedder] backend: unknown backend {e.backend!r}; "
-                          f"expected one of {', '.join(NAMES)}")
+        raise ConfigError(
+            f"{config.source or 'config'}: [embedder] backend: unknown backend {e.backend!r}; "
+            f"expected one of {', '.join(NAMES)}"
+        )
     where = Path(data_dir) if data_dir is not None else ensure_data_dir(config)
     if name == AUTO:
         return choose(where, threads=e.threads, batch_size=e.batch_size, sample=sample)

@@ -88,6 +88,8 @@ def artifact(root: Path, name: str, build: Callable[[Path], None], *, done: str)
             raise
         except Exception as exc:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise VectorUnavailable("no_embedder", f"embedder {MODEL_NAME}: exporting {name} into {final} failed: "
-                                                   f"{type(exc).__name__}: {exc}") from exc
+            raise VectorUnavailable(
+                "no_embedder",
+                f"embedder {MODEL_NAME}: exporting {name} into {final} failed: {type(exc).__name__}: {exc}",
+            ) from exc
     return final

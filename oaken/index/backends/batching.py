@@ -55,8 +55,7 @@ class Tokenizer:
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         return [e.ids for e in self._tok.encode_batch(list(texts))]
 
-    def batches(self, texts: Sequence[str], *, max_batch: int = 64,
-                budget: int = TOKEN_BUDGET) -> Iterator[Batch]:
+    def batches(self, texts: Sequence[str], *, max_batch: int = 64, budget: int = TOKEN_BUDGET) -> Iterator[Batch]:
         """Batches of texts of similar length, longest first; every text appears once."""
         ids = self.encode(texts)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
@@ -64,7 +63,7 @@ class Tokenizer:
         while start < len(order):
             length = len(ids[order[start]])
             size = max(1, min(max_batch, budget // max(1, length)))
-            rows = order[start:start + size]
+            rows = order[start : start + size]
             yield _pad(rows, ids, length)
             start += size
 
@@ -75,8 +74,8 @@ def _pad(rows: list[int], ids: list[list[int]], length: int) -> Batch:
     mask = np.zeros((n, length), dtype=np.int64)
     for r, i in enumerate(rows):
         seq = ids[i]
-        input_ids[r, :len(seq)] = seq
-        mask[r, :len(seq)] = 1
+        input_ids[r, : len(seq)] = seq
+        mask[r, : len(seq)] = 1
     return Batch(np.asarray(rows, dtype=np.int64), input_ids, mask, np.zeros_like(input_ids))
 
 
@@ -87,8 +86,9 @@ def _max_seq_length(model_dir: Path) -> int:
         return MAX_TOKENS
 
 
-def embed_batched(tokenizer: Tokenizer, texts: Sequence[str], run: Callable[[Batch], np.ndarray], *,
-                  dim: int, max_batch: int) -> np.ndarray:
+def embed_batched(
+    tokenizer: Tokenizer, texts: Sequence[str], run: Callable[[Batch], np.ndarray], *, dim: int, max_batch: int
+) -> np.ndarray:
     """Run `run` (a batch to its (n, dim) vectors) over length-sorted batches and return unit-norm
     float32 rows in the caller's order. Re-normalised here: a bf16 or int8 graph's own
     normalisation is only as exact as its arithmetic."""

@@ -36,8 +36,9 @@ def export_fp32(model_dir: Path, out: Path) -> None:
             self.bert = bert
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                               token_type_ids=token_type_ids).last_hidden_state
+            hidden = self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
@@ -47,12 +48,16 @@ def export_fp32(model_dir: Path, out: Path) -> None:
     ids = torch.ones((2, 16), dtype=torch.int64)
     axes = {0: "batch", 1: "tokens"}
     with torch.inference_mode():
-        torch.onnx.export(module, (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(out / MODEL_FILE),
-                          dynamo=False, opset_version=OPSET,
-                          input_names=["input_ids", "attention_mask", "token_type_ids"],
-                          output_names=["embedding"],
-                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes,
-                                        "embedding": {0: "batch"}})
+        torch.onnx.export(
+            module,
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(out / MODEL_FILE),
+            dynamo=False,
+            opset_version=OPSET,
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["embedding"],
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "embedding": {0: "batch"}},
+        )
 
 
 def quantize_int8(fp32_model: Path, out: Path) -> None:
@@ -81,9 +86,12 @@ class OnnxEmbedder(BatchedEmbedder):
         try:
             import onnxruntime as ort
         except ImportError as exc:
-            raise VectorUnavailable("no_embedder", f"[embedder] backend {backend!r}: onnxruntime is not installed; "
-                                                   "install the extra with `pip install -c constraints.txt "
-                                                   "-e '.[fast]'`") from exc
+            raise VectorUnavailable(
+                "no_embedder",
+                f"[embedder] backend {backend!r}: onnxruntime is not installed; "
+                "install the extra with `pip install -c constraints.txt "
+                "-e '.[fast]'`",
+            ) from exc
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads_for(threads)
         opts.inter_op_num_threads = 1
@@ -97,18 +105,23 @@ class OnnxEmbedder(BatchedEmbedder):
         self._tokenizer = Tokenizer(model_dir)
 
     def _run(self, batch: Batch) -> np.ndarray:
-        feeds = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
-                 "token_type_ids": batch.token_type_ids}
+        feeds = {
+            "input_ids": batch.input_ids,
+            "attention_mask": batch.attention_mask,
+            "token_type_ids": batch.token_type_ids,
+        }
         return self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
 
 
 def load_fp32(data_dir: Path, *, threads: int = 0, batch_size: int = 64) -> OnnxEmbedder:
     model_dir = artifacts.weights_dir()
-    return OnnxEmbedder("onnx-fp32", fp32_artifact(data_dir, model_dir), model_dir,
-                        threads=threads, batch_size=batch_size)
+    return OnnxEmbedder(
+        "onnx-fp32", fp32_artifact(data_dir, model_dir), model_dir, threads=threads, batch_size=batch_size
+    )
 
 
 def load_int8(data_dir: Path, *, threads: int = 0, batch_size: int = 64) -> OnnxEmbedder:
     model_dir = artifacts.weights_dir()
-    return OnnxEmbedder("onnx-int8", int8_artifact(data_dir, model_dir), model_dir,
-                        threads=threads, batch_size=batch_size)
+    return OnnxEmbedder(
+        "onnx-int8", int8_artifact(data_dir, model_dir), model_dir, threads=threads, batch_size=batch_size
+    )

@@ -38,8 +38,9 @@ def _ov(backend: str):
     try:
         import openvino
     except ImportError as exc:
-        raise VectorUnavailable("no_embedder", f"[embedder] backend {backend!r}: openvino is not installed; "
-                                               f"{_INSTALL}") from exc
+        raise VectorUnavailable(
+            "no_embedder", f"[embedder] backend {backend!r}: openvino is not installed; {_INSTALL}"
+        ) from exc
     return openvino
 
 
@@ -55,8 +56,10 @@ def quantize_int8(ir_file: Path, model_dir: Path, calibration: Sequence[str], ou
     try:
         import nncf
     except ImportError as exc:
-        raise VectorUnavailable("no_embedder", f"[embedder] backend 'openvino-int8': nncf is not installed "
-                                               f"(needed once, to quantize); {_INSTALL}") from exc
+        raise VectorUnavailable(
+            "no_embedder",
+            f"[embedder] backend 'openvino-int8': nncf is not installed (needed once, to quantize); {_INSTALL}",
+        ) from exc
     if not calibration:
         raise VectorUnavailable("no_embedder", "[embedder] backend 'openvino-int8': no calibration text")
     tokenizer = Tokenizer(model_dir)
@@ -65,8 +68,9 @@ def quantize_int8(ir_file: Path, model_dir: Path, calibration: Sequence[str], ou
         a = np.asarray([ids], dtype=np.int64)
         samples.append({"input_ids": a, "attention_mask": np.ones_like(a), "token_type_ids": np.zeros_like(a)})
     model = ov.Core().read_model(str(ir_file))
-    quantized = nncf.quantize(model, nncf.Dataset(samples), model_type=nncf.ModelType.TRANSFORMER,
-                              subset_size=len(samples))
+    quantized = nncf.quantize(
+        model, nncf.Dataset(samples), model_type=nncf.ModelType.TRANSFORMER, subset_size=len(samples)
+    )
     ov.save_model(quantized, str(out / MODEL_FILE), compress_to_fp16=False)
 
 
@@ -79,8 +83,10 @@ def float_artifact(data_dir: Path, model_dir: Path) -> Path:
 def int8_artifact(data_dir: Path, model_dir: Path, calibration: Sequence[str]) -> Path:
     source = float_artifact(data_dir, model_dir)
     root = artifacts.models_root(data_dir, model_dir)
-    return artifacts.artifact(root, INT8, lambda tmp: quantize_int8(source, model_dir, calibration, tmp),
-                              done=MODEL_FILE) / MODEL_FILE
+    return (
+        artifacts.artifact(root, INT8, lambda tmp: quantize_int8(source, model_dir, calibration, tmp), done=MODEL_FILE)
+        / MODEL_FILE
+    )
 
 
 class OpenVinoEmbedder(BatchedEmbedder):
@@ -106,24 +112,32 @@ class OpenVinoEmbedder(BatchedEmbedder):
 
     def _run(self, batch: Batch) -> np.ndarray:
         with self._lock:
-            self._request.infer({"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
-                                 "token_type_ids": batch.token_type_ids})
+            self._request.infer(
+                {
+                    "input_ids": batch.input_ids,
+                    "attention_mask": batch.attention_mask,
+                    "token_type_ids": batch.token_type_ids,
+                }
+            )
             return self._request.get_output_tensor(0).data.copy()
 
 
 def load_float(data_dir: Path, *, threads: int = 0, batch_size: int = 64) -> OpenVinoEmbedder:
     model_dir = artifacts.weights_dir()
-    return OpenVinoEmbedder("openvino", float_artifact(data_dir, model_dir), model_dir,
-                            threads=threads, batch_size=batch_size)
+    return OpenVinoEmbedder(
+        "openvino", float_artifact(data_dir, model_dir), model_dir, threads=threads, batch_size=batch_size
+    )
 
 
-def load_int8(data_dir: Path, *, threads: int = 0, batch_size: int = 64,
-              calibration: Sequence[str] | None = None) -> OpenVinoEmbedder:
+def load_int8(
+    data_dir: Path, *, threads: int = 0, batch_size: int = 64, calibration: Sequence[str] | None = None
+) -> OpenVinoEmbedder:
     """`calibration`: texts to measure activations on; the shipped Enron sample when None. Used
     only when the int8 model is not cached yet."""
     from oaken.index.fidelity_sample import load_sample
 
     model_dir = artifacts.weights_dir()
     texts = calibration if calibration is not None else load_sample().calibration
-    return OpenVinoEmbedder("openvino-int8", int8_artifact(data_dir, model_dir, texts), model_dir,
-                            threads=threads, batch_size=batch_size)
+    return OpenVinoEmbedder(
+        "openvino-int8", int8_artifact(data_dir, model_dir, texts), model_dir, threads=threads, batch_size=batch_size
+    )

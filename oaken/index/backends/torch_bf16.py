@@ -27,7 +27,7 @@ class TorchBf16Embedder(BatchedEmbedder):
         self._tokenizer = Tokenizer(model_dir)
 
     @classmethod
-    def load(cls, *, threads: int = 0, batch_size: int = 64) -> "TorchBf16Embedder":
+    def load(cls, *, threads: int = 0, batch_size: int = 64) -> TorchBf16Embedder:
         model_dir = artifacts.weights_dir()
         os.environ["HF_HUB_OFFLINE"] = "1"
         try:
@@ -40,8 +40,9 @@ class TorchBf16Embedder(BatchedEmbedder):
             torch.set_num_threads(threads_for(threads))
             model = AutoModel.from_pretrained(str(model_dir), dtype=torch.bfloat16, local_files_only=True).eval()
         except Exception as exc:
-            raise VectorUnavailable("no_embedder", f"[embedder] backend 'torch-bf16': cannot load {model_dir}: "
-                                                   f"{type(exc).__name__}: {exc}") from exc
+            raise VectorUnavailable(
+                "no_embedder", f"[embedder] backend 'torch-bf16': cannot load {model_dir}: {type(exc).__name__}: {exc}"
+            ) from exc
         return cls(model, model_dir, batch_size=batch_size)
 
     def _run(self, batch: Batch) -> np.ndarray:
@@ -49,9 +50,11 @@ class TorchBf16Embedder(BatchedEmbedder):
 
         with torch.inference_mode():
             mask = torch.from_numpy(batch.attention_mask)
-            hidden = self._model(input_ids=torch.from_numpy(batch.input_ids), attention_mask=mask,
-                                 token_type_ids=torch.from_numpy(batch.token_type_ids)).last_hidden_state
+            hidden = self._model(
+                input_ids=torch.from_numpy(batch.input_ids),
+                attention_mask=mask,
+                token_type_ids=torch.from_numpy(batch.token_type_ids),
+            ).last_hidden_state
             m = mask.unsqueeze(-1).to(torch.float32)
             pooled = (hidden.to(torch.float32) * m).sum(1) / m.sum(1).clamp(min=1e-9)
             return pooled.numpy()
-

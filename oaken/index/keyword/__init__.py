@@ -43,12 +43,38 @@ Modules (import the names above from oaken.index.keyword; the modules are its pa
 """
 
 from oaken.index.keyword.reader import KeywordIndex
-from oaken.index.keyword.records import (SNIPPET_CLOSE, SNIPPET_OPEN, ChunkText, KeywordChunkHit, KeywordFilters,
-                                         KeywordMessageHit, MessageFields, StoredChunk, quote)
+from oaken.index.keyword.records import (
+    SNIPPET_CLOSE,
+    SNIPPET_OPEN,
+    ChunkText,
+    KeywordChunkHit,
+    KeywordFilters,
+    KeywordMessageHit,
+    MessageFields,
+    StoredChunk,
+    quote,
+)
 from oaken.index.keyword.schema import COLUMNS, UNAVAILABLE, index_path, unavailable
 from oaken.index.keyword.whole import discard_leftovers, drop, status
 from oaken.index.keyword.writer import KeywordWriter
 
-__all__ = ["KeywordIndex", "KeywordWriter", "KeywordFilters", "KeywordChunkHit", "KeywordMessageHit", "StoredChunk",
-           "MessageFields", "ChunkText", "quote", "status", "drop", "discard_leftovers", "index_path", "COLUMNS",
-           "SNIPPET_OPEN", "SNIPPET_CLOSE", "UNAVAILABLE", "unavailable"]
+__all__ = [
+    "KeywordIndex",
+    "KeywordWriter",
+    "KeywordFilters",
+    "KeywordChunkHit",
+    "KeywordMessageHit",
+    "StoredChunk",
+    "MessageFields",
+    "ChunkText",
+    "quote",
+    "status",
+    "drop",
+    "discard_leftovers",
+    "index_path",
+    "COLUMNS",
+    "SNIPPET_OPEN",
+    "SNIPPET_CLOSE",
+    "UNAVAILABLE",
+    "unavailable",
+]

@@ -38,8 +38,9 @@ def filter_sql(f: KeywordFilters, alias: str = "m") -> tuple[list[str], list[obj
         params.append(label)
     if f.folders:
         marks = ",".join("?" * len(f.folders))
-        conds.append(f"EXISTS (SELECT 1 FROM tags t WHERE t.kind = 'f' AND t.value IN ({marks}) "
-                     f"AND t.message = {alias}.id)")
+        conds.append(
+            f"EXISTS (SELECT 1 FROM tags t WHERE t.kind = 'f' AND t.value IN ({marks}) AND t.message = {alias}.id)"
+        )
         params.extend(f.folders)
     if f.thread is not None:
         conds.append(f"{alias}.thread = ?")

@@ -13,10 +13,17 @@ import apsw
 from oaken.config import IndexConfig
 from oaken.errors import QueryError
 from oaken.index.keyword.filters import filter_sql, subject_terms
-from oaken.index.keyword.records import (SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_OPEN, KeywordChunkHit,
-                                         KeywordFilters, KeywordMessageHit, StoredChunk, quote)
-from oaken.index.keyword.schema import (COLUMNS, check_version, classify, connect, index_path, known_damage,
-                                        unavailable)
+from oaken.index.keyword.records import (
+    SNIPPET_CLOSE,
+    SNIPPET_ELLIPSIS,
+    SNIPPET_OPEN,
+    KeywordChunkHit,
+    KeywordFilters,
+    KeywordMessageHit,
+    StoredChunk,
+    quote,
+)
+from oaken.index.keyword.schema import COLUMNS, check_version, classify, connect, index_path, known_damage, unavailable
 
 
 def _match_cols(api: apsw.FTS5ExtensionApi, *args: object) -> str:
@@ -53,8 +60,14 @@ class KeywordIndex:
     def __init__(self, data_dir: Path, index_config: IndexConfig = IndexConfig(), *, busy_ms: int = 2000):
         self.path = index_path(data_dir)
         c = index_config
-        self.weights = (c.weight_subject, c.weight_sender, c.weight_recipients, c.weight_body, c.weight_quoted,
-                        c.weight_attachments)
+        self.weights = (
+            c.weight_subject,
+            c.weight_sender,
+            c.weight_recipients,
+            c.weight_body,
+            c.weight_quoted,
+            c.weight_attachments,
+        )
         self._bm25 = f"bm25(fts, {', '.join(repr(float(w)) for w in self.weights)})"
         if not self.path.exists():
             raise unavailable(self.path, "missing", "no file")
@@ -74,7 +87,7 @@ class KeywordIndex:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "KeywordIndex":
+    def __enter__(self) -> KeywordIndex:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -84,16 +97,25 @@ class KeywordIndex:
         try:
             return self.db.execute(sql, params).fetchall()
         except apsw.SQLError as e:
-            raise QueryError(f"keyword query could not be run ({e}); build MATCH from tokens quoted with "
-                             "oaken.index.keyword.quote") from None
-        except (apsw.CorruptError, apsw.NotADBError, apsw.BusyError, apsw.LockedError, apsw.IOError,
-                apsw.CantOpenError, apsw.SchemaChangeError) as e:
+            raise QueryError(
+                f"keyword query could not be run ({e}); build MATCH from tokens quoted with oaken.index.keyword.quote"
+            ) from None
+        except (
+            apsw.CorruptError,
+            apsw.NotADBError,
+            apsw.BusyError,
+            apsw.LockedError,
+            apsw.IOError,
+            apsw.CantOpenError,
+            apsw.SchemaChangeError,
+        ) as e:
             raise unavailable(self.path, classify(e, self.path), str(e)) from None
         except UnicodeDecodeError as e:  # garbage inside a sound page: quick_check does not see it
             raise unavailable(self.path, "corrupt", f"text that is not UTF-8 ({e.reason})") from None
 
-    def query(self, match: str, filters: KeywordFilters = KeywordFilters(), limit: int = 50, *,
-              details: bool = True) -> list[KeywordChunkHit]:
+    def query(
+        self, match: str, filters: KeywordFilters = KeywordFilters(), limit: int = 50, *, details: bool = True
+    ) -> list[KeywordChunkHit]:
         """Best chunks for an FTS5 MATCH expression, within the filters, best first. Without
         `details` no snippet, columns or phrases (empty): the caller asks `chunk_details` for the
         few it shows, since looking up hundreds of chunks again costs more than ranking them."""
@@ -111,11 +133,13 @@ class KeywordIndex:
         if not ranked:
             return []
         extra = self._details(expr, n_subject, [r[0] for r in ranked]) if details else {}
-        return [KeywordChunkHit(message, chunk, -rank, *extra.get(chunk, ("", (), ())))
-                for chunk, message, rank in ranked]
+        return [
+            KeywordChunkHit(message, chunk, -rank, *extra.get(chunk, ("", (), ()))) for chunk, message, rank in ranked
+        ]
 
-    def chunk_details(self, match: str, filters: KeywordFilters, chunks: Iterable[int]
-                      ) -> dict[int, tuple[str, tuple[str, ...], tuple[int, ...]]]:
+    def chunk_details(
+        self, match: str, filters: KeywordFilters, chunks: Iterable[int]
+    ) -> dict[int, tuple[str, tuple[str, ...], tuple[int, ...]]]:
         """(snippet, columns, phrases) of these chunks for the MATCH `query` took with these filters."""
         expr, n_subject = self._expression(match, filter_sql(filters)[2], filters)
         return self._details(expr, n_subject, chunks)
@@ -130,8 +154,9 @@ class KeywordIndex:
             raise QueryError("keyword query with no words: use KeywordIndex.newest for a query of filters only")
         return expr, len(subject_terms(filters))
 
-    def _details(self, expr: str, n_subject: int, chunks: Iterable[int]
-                 ) -> dict[int, tuple[str, tuple[str, ...], tuple[int, ...]]]:
+    def _details(
+        self, expr: str, n_subject: int, chunks: Iterable[int]
+    ) -> dict[int, tuple[str, tuple[str, ...], tuple[int, ...]]]:
         # snippets and matched columns only for the rows asked (a Python callback per row is dear)
         out = {}
         for chunk, snippet, info in self._run(
@@ -171,8 +196,9 @@ class KeywordIndex:
                 return []
         return None
 
-    def newest(self, filters: KeywordFilters = KeywordFilters(), limit: int = 10, offset: int = 0
-               ) -> list[KeywordMessageHit]:
+    def newest(
+        self, filters: KeywordFilters = KeywordFilters(), limit: int = 10, offset: int = 0
+    ) -> list[KeywordMessageHit]:
         """Messages within the filters, newest first: a query with no words."""
         if not (filters.dispositions and filters.disposition_unsure):
             return self._newest(filters, limit, offset)
@@ -182,11 +208,17 @@ class KeywordIndex:
         unsure = filters.disposition_unsure
         ids = unsure if filters.include_ids is None else unsure & filters.include_ids
         held = self._newest(replace(filters, disposition_unsure=frozenset()), offset + limit, 0)
-        extra = self._newest(replace(filters, dispositions=(), disposition_unsure=frozenset(), include_ids=ids),
-                             offset + limit, 0) if ids else []
-        merged = sorted({h.message: h for h in (*held, *extra)}.values(), key=lambda h: (h.date, h.message),
-                        reverse=True)
-        return merged[offset:offset + limit]
+        extra = (
+            self._newest(
+                replace(filters, dispositions=(), disposition_unsure=frozenset(), include_ids=ids), offset + limit, 0
+            )
+            if ids
+            else []
+        )
+        merged = sorted(
+            {h.message: h for h in (*held, *extra)}.values(), key=lambda h: (h.date, h.message), reverse=True
+        )
+        return merged[offset : offset + limit]
 
     def _newest(self, filters: KeywordFilters, limit: int, offset: int) -> list[KeywordMessageHit]:
         conds, params, subject = filter_sql(filters)
@@ -194,28 +226,39 @@ class KeywordIndex:
             conds.append("m.id IN (SELECT c.message FROM fts JOIN chunks c ON c.id = fts.rowid WHERE fts MATCH ?)")
             params.append(subject)
         where = " AND ".join(conds) or "1"
-        rows = self._run(f"SELECT m.id, m.date FROM messages m WHERE {where} ORDER BY m.date DESC, m.id DESC "
-                         f"LIMIT ? OFFSET ?", [*params, limit, offset])
+        rows = self._run(
+            f"SELECT m.id, m.date FROM messages m WHERE {where} ORDER BY m.date DESC, m.id DESC LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
         return [KeywordMessageHit(*r) for r in rows]
 
     def tokens_present(self, messages: Iterable[int], tokens: Sequence[str]) -> dict[int, frozenset[str]]:
         """For each message, which of the tokens (plain words, quoted here) it holds in any column."""
         wanted = sorted(set(messages))
         ids = json.dumps(wanted)
-        by_doclist = ("SELECT DISTINCT c.message FROM fts JOIN chunks c ON c.id = fts.rowid "
-                      "WHERE fts MATCH ?1 AND c.message IN (SELECT value FROM json_each(?2))")
+        by_doclist = (
+            "SELECT DISTINCT c.message FROM fts JOIN chunks c ON c.id = fts.rowid "
+            "WHERE fts MATCH ?1 AND c.message IN (SELECT value FROM json_each(?2))"
+        )
         # A common word's whole doclist costs ~50 ms to walk at 100k messages; a few candidates'
         # chunks looked up in FTS5 by rowid cost ~7 ms. For a rare word or many candidates, walk.
-        by_rowid = ("SELECT DISTINCT c.message FROM json_each(?2) j CROSS JOIN chunks c ON c.message = j.value "
-                    "CROSS JOIN fts ON fts.rowid = c.id WHERE fts MATCH ?1")
+        by_rowid = (
+            "SELECT DISTINCT c.message FROM json_each(?2) j CROSS JOIN chunks c ON c.message = j.value "
+            "CROSS JOIN fts ON fts.rowid = c.id WHERE fts MATCH ?1"
+        )
         found: dict[int, set[str]] = {}
         for token in dict.fromkeys(tokens):
             if not token.strip():
                 continue
             sql = by_doclist
             if len(wanted) <= self.FEW_CANDIDATES:
-                common = self._run("SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)",
-                                   [quote(token), self.COMMON_ROWS])[0][0] >= self.COMMON_ROWS
+                common = (
+                    self._run(
+                        "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)",
+                        [quote(token), self.COMMON_ROWS],
+                    )[0][0]
+                    >= self.COMMON_ROWS
+                )
                 sql = by_rowid if common else by_doclist
             for (message,) in self._run(sql, [quote(token), ids]):
                 found.setdefault(message, set()).add(token)
@@ -231,20 +274,28 @@ class KeywordIndex:
             f"CROSS JOIN fts ON fts.rowid = c.id WHERE fts MATCH ? ORDER BY rank, fts.rowid",
             [*_SNIPPET_MARKS, json.dumps(sorted(set(messages))), match.strip()],
         )
-        return [KeywordChunkHit(message, chunk, -rank, snippet, *_matched(info))
-                for chunk, message, rank, snippet, info in rows]
+        return [
+            KeywordChunkHit(message, chunk, -rank, snippet, *_matched(info))
+            for chunk, message, rank, snippet, info in rows
+        ]
 
     def matches_anything(self, match: str) -> bool:
         """Whether any chunk at all matches (no ranking: the first row of the doclist answers)."""
         return bool(self._run("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1", [match]))
 
-    _CHUNK_SQL = ("SELECT c.id, c.message, c.ord, c.kind, c.tokens, c.text, m.subject FROM chunks c "
-                  "JOIN messages m ON m.id = c.message")
+    _CHUNK_SQL = (
+        "SELECT c.id, c.message, c.ord, c.kind, c.tokens, c.text, m.subject FROM chunks c "
+        "JOIN messages m ON m.id = c.message"
+    )
 
     def subjects(self, messages: Iterable[int]) -> dict[int, str]:
         """message -> subject, for the messages index.db holds."""
-        return dict(self._run("SELECT id, subject FROM messages WHERE id IN (SELECT value FROM json_each(?))",
-                              [json.dumps(sorted(set(messages)))]))
+        return dict(
+            self._run(
+                "SELECT id, subject FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                [json.dumps(sorted(set(messages)))],
+            )
+        )
 
     def chunks_of(self, messages: Iterable[int], kind: str | None = "body") -> list[StoredChunk]:
         """The chunks of these messages in order (kind None: quoted ones too)."""
@@ -257,15 +308,23 @@ class KeywordIndex:
 
     def body_chunks(self, after_id: int = 0, limit: int = 1000) -> list[StoredChunk]:
         """Body chunks with id > after_id, by id: the vector side walks the index with this."""
-        return [StoredChunk(*r) for r in self._run(
-            self._CHUNK_SQL + " WHERE c.id > ? AND c.kind = 'body' ORDER BY c.id LIMIT ?", [after_id, limit])]
+        return [
+            StoredChunk(*r)
+            for r in self._run(
+                self._CHUNK_SQL + " WHERE c.id > ? AND c.kind = 'body' ORDER BY c.id LIMIT ?", [after_id, limit]
+            )
+        ]
 
     def chunk_ids(self, kind: str = "body") -> set[int]:
         return {r[0] for r in self._run("SELECT id FROM chunks WHERE kind = ?", [kind])}
 
     def message_dates(self, messages: Iterable[int]) -> dict[int, int]:
-        return dict(self._run("SELECT id, date FROM messages WHERE id IN (SELECT value FROM json_each(?))",
-                              [json.dumps(sorted(set(messages)))]))
+        return dict(
+            self._run(
+                "SELECT id, date FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                [json.dumps(sorted(set(messages)))],
+            )
+        )
 
     def counts(self) -> tuple[int, int]:
         m = self._run("SELECT count(*) FROM messages", [])[0][0]
@@ -286,6 +345,7 @@ class KeywordIndex:
         """(seq, chunks, highest chunk id, generation): equal figures mean the same chunks, so the
         vector side can tell it has nothing to do without reading them (a rebuild renumbers chunks,
         and is another generation even where the figures come out the same)."""
-        row = self._run("SELECT (SELECT value FROM meta WHERE key = 'seq'), count(*), coalesce(max(id), 0) "
-                        "FROM chunks", [])[0]
+        row = self._run(
+            "SELECT (SELECT value FROM meta WHERE key = 'seq'), count(*), coalesce(max(id), 0) FROM chunks", []
+        )[0]
         return int(row[0]), int(row[1]), int(row[2]), self.generation()

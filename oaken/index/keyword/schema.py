@@ -100,14 +100,22 @@ def unavailable(path: Path, state: str, detail: str) -> IndexUnavailable:
     if state == "full":  # not damage: the index is sound, the disk has no room for what comes next
         from oaken import diskspace
 
-        err = IndexUnavailable(diskspace.full_message(
-            path, fix="run the command again (`oaken reindex` goes on from where it stopped; the index is not damaged)"))
+        err = IndexUnavailable(
+            diskspace.full_message(
+                path,
+                fix="run the command again (`oaken reindex` goes on from where it stopped; the index is not damaged)",
+            )
+        )
         err.code = UNAVAILABLE  # type: ignore[attr-defined]
         err.state = state  # type: ignore[attr-defined]
         err.detail = detail  # type: ignore[attr-defined]
         return err
-    what = {"missing": "does not exist yet", "corrupt": "is damaged", "locked": "is locked by another process",
-            "stale": "was made by another version of Oaken"}[state]
+    what = {
+        "missing": "does not exist yet",
+        "corrupt": "is damaged",
+        "locked": "is locked by another process",
+        "stale": "was made by another version of Oaken",
+    }[state]
     fix = "run `oaken reindex` to build it" if state == "missing" else "run `oaken reindex --rebuild` to repair it"
     if state == "locked":
         fix = "wait for the other process (another `oaken reindex`?) or run `oaken reindex --rebuild`"
@@ -119,7 +127,7 @@ def unavailable(path: Path, state: str, detail: str) -> IndexUnavailable:
 
 
 def classify(e: apsw.Error, path: Path | None = None) -> str:
-    """"locked", "full" (the disk holding `path` has no room), or "corrupt"."""
+    """ "locked", "full" (the disk holding `path` has no room), or "corrupt"."""
     from oaken import diskspace
 
     if isinstance(e, (apsw.BusyError, apsw.LockedError)):

@@ -16,8 +16,15 @@ import apsw
 
 from oaken.errors import IndexUnavailable
 from oaken.index.keyword.reader import KeywordIndex
-from oaken.index.keyword.schema import (BUILD_PREFIX, DAMAGED_SUFFIX, classify, damage, index_path, mark_damaged,
-                                        unavailable)
+from oaken.index.keyword.schema import (
+    BUILD_PREFIX,
+    DAMAGED_SUFFIX,
+    classify,
+    damage,
+    index_path,
+    mark_damaged,
+    unavailable,
+)
 
 _COMPANIONS = ("-wal", "-shm", "-journal", DAMAGED_SUFFIX)
 _SWAP_SUFFIX = ".swap"  # index.db.swap: the new link, renamed over index.db
@@ -32,25 +39,55 @@ def status(data_dir: Path) -> dict:
     try:
         idx = KeywordIndex(data_dir)
     except IndexUnavailable as e:
-        return {"state": getattr(e, "state", "corrupt"), "messages": 0, "chunks": 0, "seq": 0, "path": str(path),
-                "problem": str(e)}
+        return {
+            "state": getattr(e, "state", "corrupt"),
+            "messages": 0,
+            "chunks": 0,
+            "seq": 0,
+            "path": str(path),
+            "problem": str(e),
+        }
     try:
         found = damage(idx.db)
         if found is not None:
             mark_damaged(path, found)
-            return {"state": "corrupt", "messages": 0, "chunks": 0, "seq": 0, "path": str(path),
-                    "problem": str(unavailable(path, "corrupt", found))}
+            return {
+                "state": "corrupt",
+                "messages": 0,
+                "chunks": 0,
+                "seq": 0,
+                "path": str(path),
+                "problem": str(unavailable(path, "corrupt", found)),
+            }
         messages, chunks = idx.counts()
         real = os.path.realpath(path)
-        return {"state": "ok", "messages": messages, "chunks": chunks, "seq": idx.seq(), "path": str(path),
-                "bytes": os.stat(real).st_size + _size(real + "-wal")}
+        return {
+            "state": "ok",
+            "messages": messages,
+            "chunks": chunks,
+            "seq": idx.seq(),
+            "path": str(path),
+            "bytes": os.stat(real).st_size + _size(real + "-wal"),
+        }
     except IndexUnavailable as e:
-        return {"state": getattr(e, "state", "corrupt"), "messages": 0, "chunks": 0, "seq": 0, "path": str(path),
-                "problem": str(e)}
+        return {
+            "state": getattr(e, "state", "corrupt"),
+            "messages": 0,
+            "chunks": 0,
+            "seq": 0,
+            "path": str(path),
+            "problem": str(e),
+        }
     except apsw.Error as e:
         state = classify(e, path)
-        return {"state": state, "messages": 0, "chunks": 0, "seq": 0, "path": str(path),
-                "problem": str(unavailable(path, state, str(e)))}
+        return {
+            "state": state,
+            "messages": 0,
+            "chunks": 0,
+            "seq": 0,
+            "path": str(path),
+            "problem": str(unavailable(path, state, str(e))),
+        }
     finally:
         idx.close()
 

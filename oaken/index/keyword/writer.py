@@ -12,8 +12,18 @@ from typing import Iterable, Iterator, Sequence
 import apsw
 
 from oaken.index.keyword.records import ChunkText, MessageFields
-from oaken.index.keyword.schema import (COLUMNS, DISPOSITION_INDEX, SCHEMA, build_path, check_version, classify, connect,
-                                        damage, index_path, unavailable)
+from oaken.index.keyword.schema import (
+    COLUMNS,
+    DISPOSITION_INDEX,
+    SCHEMA,
+    build_path,
+    check_version,
+    classify,
+    connect,
+    damage,
+    index_path,
+    unavailable,
+)
 from oaken.index.keyword.whole import discard_build, swap_in
 
 
@@ -25,8 +35,9 @@ class KeywordWriter:
     no reader sees until `publish()` swaps it in.
     """
 
-    def __init__(self, data_dir: Path, *, busy_ms: int = 30_000, _path: Path | None = None,
-                 _generation: str | None = None):
+    def __init__(
+        self, data_dir: Path, *, busy_ms: int = 30_000, _path: Path | None = None, _generation: str | None = None
+    ):
         self.data_dir = Path(data_dir)
         self.path = _path if _path is not None else index_path(data_dir)
         self.building = _path is not None  # a new index.db beside the live one, not yet published
@@ -46,8 +57,7 @@ class KeywordWriter:
                     if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
                         self.db.execute(SCHEMA)
                         # chunk ids restart with every index.db: vectors/ keyed by them must know which
-                        self.db.execute("INSERT INTO meta VALUES ('generation', ?)",
-                                        (_generation or uuid.uuid4().hex,))
+                        self.db.execute("INSERT INTO meta VALUES ('generation', ?)", (_generation or uuid.uuid4().hex,))
             check_version(self.db, self.path)
             row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
             self.generation = str(row[0]) if row else ""
@@ -58,7 +68,7 @@ class KeywordWriter:
             raise unavailable(self.path, classify(e, self.path), str(e)) from None
 
     @classmethod
-    def build(cls, data_dir: Path, *, busy_ms: int = 30_000) -> "KeywordWriter":
+    def build(cls, data_dir: Path, *, busy_ms: int = 30_000) -> KeywordWriter:
         """A new, empty index.db beside the live one (index-<generation>.db, private), for a first
         build or a rebuild: readers go on with the live index.db until `publish`."""
         generation = uuid.uuid4().hex
@@ -104,7 +114,7 @@ class KeywordWriter:
         except apsw.Error:  # a damaged file can refuse even this; the connection is gone all the same
             pass
 
-    def __enter__(self) -> "KeywordWriter":
+    def __enter__(self) -> KeywordWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -140,13 +150,20 @@ class KeywordWriter:
     def other_chunker(self, version: int) -> bool:
         """True when some message was chunked by another chunker version (its chunks, and the
         vectors made of them, are not what this code would make)."""
-        return self.db.execute("SELECT 1 FROM messages WHERE chunker_version != ? LIMIT 1", (version,)).fetchone() is not None
+        return (
+            self.db.execute("SELECT 1 FROM messages WHERE chunker_version != ? LIMIT 1", (version,)).fetchone()
+            is not None
+        )
 
     def hashes(self, messages: Iterable[int]) -> dict[int, tuple[str, int]]:
         """message -> (content_hash, chunker_version) of what is indexed now."""
-        return {r[0]: (r[1], r[2]) for r in self.db.execute(
-            "SELECT id, content_hash, chunker_version FROM messages WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(set(messages))),))}
+        return {
+            r[0]: (r[1], r[2])
+            for r in self.db.execute(
+                "SELECT id, content_hash, chunker_version FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(set(messages))),),
+            )
+        }
 
     def _delete_text(self, messages: list[int]) -> None:
         ids = json.dumps(messages)
@@ -154,7 +171,8 @@ class KeywordWriter:
         self.db.execute(
             f"INSERT INTO fts(fts, rowid, {', '.join(COLUMNS)}) SELECT 'delete', id, {', '.join(COLUMNS)} "
             "FROM fts_content WHERE id IN (SELECT id FROM chunks WHERE message IN (SELECT value FROM json_each(?)))",
-            (ids,))
+            (ids,),
+        )
         self.db.execute("DELETE FROM chunks WHERE message IN (SELECT value FROM json_each(?))", (ids,))
 
     def delete(self, messages: Iterable[int]) -> None:
@@ -179,12 +197,30 @@ class KeywordWriter:
         self.delete(f.id for f, _ in docs)
         self.db.executemany(
             "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            ((f.id, f.account, f.message_id, f.content_hash, f.date, f.subject, f.sender_name, f.sender_addr,
-              "\n".join(f.to), "\n".join(f.cc), f.thread, f.disposition, 1 if f.attachment_names or
-              f.attachment_types else 0, "\n".join(f.attachment_names), "\n".join(f.attachment_types), f.problem,
-              chunker_version) for f, _ in docs))
-        self.db.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?, ?)",
-                            (t for f, _ in docs for t in self._tags(f)))
+            (
+                (
+                    f.id,
+                    f.account,
+                    f.message_id,
+                    f.content_hash,
+                    f.date,
+                    f.subject,
+                    f.sender_name,
+                    f.sender_addr,
+                    "\n".join(f.to),
+                    "\n".join(f.cc),
+                    f.thread,
+                    f.disposition,
+                    1 if f.attachment_names or f.attachment_types else 0,
+                    "\n".join(f.attachment_names),
+                    "\n".join(f.attachment_types),
+                    f.problem,
+                    chunker_version,
+                )
+                for f, _ in docs
+            ),
+        )
+        self.db.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?, ?)", (t for f, _ in docs for t in self._tags(f)))
         next_id = (self.db.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]) + 1
         chunk_rows = []
         fts_rows = []
@@ -204,18 +240,23 @@ class KeywordWriter:
         """Labels, folders, disposition and thread changed but not the bytes: no text is touched."""
         if not fields:
             return
-        self.db.executemany("UPDATE messages SET thread = ?, disposition = ?, account = ? WHERE id = ?",
-                            ((f.thread, f.disposition, f.account, f.id) for f in fields))
-        self.db.execute("DELETE FROM tags WHERE message IN (SELECT value FROM json_each(?))",
-                        (json.dumps([f.id for f in fields]),))
+        self.db.executemany(
+            "UPDATE messages SET thread = ?, disposition = ?, account = ? WHERE id = ?",
+            ((f.thread, f.disposition, f.account, f.id) for f in fields),
+        )
+        self.db.execute(
+            "DELETE FROM tags WHERE message IN (SELECT value FROM json_each(?))", (json.dumps([f.id for f in fields]),)
+        )
         self.db.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?, ?)", (t for f in fields for t in self._tags(f)))
 
     def message_ids(self) -> set[int]:
         return {r[0] for r in self.db.execute("SELECT id FROM messages")}
 
     def counts(self) -> tuple[int, int]:
-        return (self.db.execute("SELECT count(*) FROM messages").fetchone()[0],
-                self.db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        return (
+            self.db.execute("SELECT count(*) FROM messages").fetchone()[0],
+            self.db.execute("SELECT count(*) FROM chunks").fetchone()[0],
+        )
 
 
 def _connect(path: Path, busy_ms: int) -> apsw.Connection:
