@@ -1205,7 +1205,8 @@ class Suite:
         for k, kind in enumerate(kinds):
             live = Path(os.path.realpath(home / "index.db"))  # a daemon may have rebuilt it
             shutil.copyfile(pristine, live)
-            for suffix in ("-wal", "-shm"):
+            # the sound bytes back: the -wal/-shm and the damage a check noted belong to the old ones
+            for suffix in ("-wal", "-shm", ".damaged"):
                 Path(str(live) + suffix).unlink(missing_ok=True)
             daemon = Daemon(home, f"corrupt{k}") if kind == "under a running daemon" else None
             try:
@@ -1213,6 +1214,7 @@ class Suite:
                     sock = daemon.sock
                     wait_for(sock.exists, 30, step=0.1)
                     ask(daemon.sock, json_line({"query": msgs[0].token}))
+                live = Path(os.path.realpath(home / "index.db"))  # the daemon's first pass may have rebuilt it
                 where = corrupt(live, kind if daemon is None else self.rng.choice(offline[1:3]), self.rng)
                 s = run(home, "status", "--json")
                 state = json.loads(s.out).get("index", {}).get("state") if s.rc == 0 else f"exit {s.rc}"
