@@ -75,6 +75,8 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
             self.db.execute("PRAGMA foreign_keys=ON")
             if not readonly:
                 self._migrate()
+            else:
+                self._upgrade_if_old()
         except apsw.Error as e:
             error = failure(self.path, e, reading=readonly)
             raise (error or StoreError(f"{self.path}: cannot open raw.db: {e}")) from None
@@ -95,6 +97,22 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations):
             with self.db:
                 self.db.execute(sql)
                 self.db.execute(f"PRAGMA user_version={number}")
+
+    def _upgrade_if_old(self) -> None:
+        """A reader of a raw.db an older Oaken made (a search right after an upgrade) would meet
+        tables and columns it lacks: it is brought up to date once, as the first writer would."""
+        from oaken.store.migrations import MIGRATIONS
+
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version >= len(MIGRATIONS):
+            return
+        try:
+            Store(self.path).close()  # read-write: migrates, in its own transactions
+        except StoreError as e:
+            raise StoreError(
+                f"{self.path}: made by an older Oaken (schema {version} of {len(MIGRATIONS)}) and "
+                f"could not be upgraded ({e}); run `oaken reindex` as the owner of the file"
+            ) from None
 
     def close(self) -> None:
         self.db.close()
