@@ -75,13 +75,25 @@ def _scrub_rendered(_logger: Any, _method: str, line: Any) -> Any:
     return _scrub(line) if isinstance(line, str) else line
 
 
+class _CurrentStderr:
+    """sys.stderr as it is when a line is written, not when logging was configured: a caller that
+    swaps stderr later (a test's capture, a library user's redirect) gets the lines, and a closed
+    old stream is never written to."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure(config: LogConfig | None = None, stream: Any = None) -> None:
     config = config or LogConfig()
     level = getattr(logging, config.level.upper())
     out = stream
     if out is None and config.file:
         out = open(config.file, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
-    out = out or sys.stderr
+    out = out or _CurrentStderr()
     renderer: Any
     if config.format == "json":
         renderer = structlog.processors.JSONRenderer()
