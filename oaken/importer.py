@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import email.message
 import email.parser
+import functools
 import mailbox
 import os
 import re
@@ -125,7 +126,7 @@ def _walk_mbox(path: Path, name: str) -> Iterator[Item]:
         msg = _mbox_headers(box, key)
         status = (msg.get("Status", "") or "") + (msg.get("X-Status", "") or "")
         flags = tuple(f for c, f in (("R", "\\Seen"), ("F", "\\Flagged"), ("A", "\\Answered")) if c in status)
-        yield Item(name, f"{path}#{key}", flags, (lambda k=key: box.get_bytes(k)), None)
+        yield Item(name, f"{path}#{key}", flags, functools.partial(box.get_bytes, key), None)
 
 
 def _mbox_headers(box: mailbox.mbox, key: str) -> email.message.Message:
@@ -152,6 +153,11 @@ def discover(path: Path, report: ImportReport) -> Iterator[Item]:
         else:
             raise ImportFailed(f"{path}: neither an mbox nor a mail message (no header on its first line)")
         return
+    if path.name in ("cur", "new", "tmp") and _is_maildir(path.parent):
+        # a Maildir's cur/ named by itself held nothing to import: that one Maildir was meant
+        maildir = path.parent
+        yield from _walk_maildir(maildir, maildir, maildir.resolve().name or "INBOX")
+        return
     root = path
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
@@ -159,6 +165,11 @@ def discover(path: Path, report: ImportReport) -> Iterator[Item]:
         if here.name in ("cur", "new", "tmp") and _is_maildir(here.parent):
             dirnames[:] = []
             continue
+        # A hidden folder that is no Maildir++ folder is another program's data kept beside the
+        # mail (notmuch's .notmuch/xapian, mu's, a client's cache): its files are not messages.
+        for d in [d for d in dirnames if d.startswith(".") and not _is_maildir(here / d)]:
+            dirnames.remove(d)
+            report.skipped.append(f"{here / d}: a hidden folder that is not a Maildir (another program's data)")
         name = _folder_name(root, here)
         if _is_maildir(here):
             yield from _walk_maildir(root, here, name)

@@ -22,6 +22,7 @@ from email.policy import compat32
 from functools import cached_property
 
 from oaken import envelope, quotes
+from oaken.mail_attachments import AttachmentText, attachment_texts, is_attachment
 from oaken.mail_feed import MARK, MARK_RE, Reading, feed, read
 from oaken.mail_text import ENCODED, MAX_TEXT, cut, decode_part, html_start, html_to_text, simple_text, tidy  # noqa: F401 - re-exported
 
@@ -48,6 +49,8 @@ class ParsedMessage:
     attachments: tuple[Attachment, ...] = ()
     defects: tuple[str, ...] = ()
     problem: str | None = None  # set when the message could only be read in part
+    attachment_texts: tuple[AttachmentText, ...] = ()  # the words inside its attachments
+    attachment_warnings: tuple[str, ...] = ()  # attachments that could not be read, and why
 
     def header(self, name: str) -> str:
         """The first header of that name, decoded ("" if absent)."""
@@ -106,10 +109,11 @@ def _addresses(values: list[str]) -> list[tuple[str, str]]:
 # ---- parsing ---------------------------------------------------------------------------------
 
 
-def parse(raw: bytes) -> ParsedMessage:
-    """Parse; on any failure return what could be read (headers at least) with `problem` set."""
+def parse(raw: bytes, *, attachments: bool = True) -> ParsedMessage:
+    """Parse; on any failure return what could be read (headers at least) with `problem` set.
+    `attachments`: read the words inside attachments (oaken.attachment_text)."""
     try:
-        return _parse(raw)
+        return _parse(raw, attachments=attachments)
     except (Exception, RecursionError) as e:  # noqa: BLE001 - a message must never stop indexing
         return _fallback(raw, f"parse failed: {type(e).__name__}: {e}"[:300])
 
@@ -127,6 +131,7 @@ def _finish(
     defects: list[str],
     problem: str | None,
     forwarded: str = "",
+    read: tuple[tuple[AttachmentText, ...], tuple[str, ...]] = ((), ()),
 ) -> ParsedMessage:
     text = cut(text)
     if len(text) > MAX_TEXT:
@@ -143,6 +148,8 @@ def _finish(
         attachments=attachments,
         defects=tuple(dict.fromkeys(defects)),
         problem=problem,
+        attachment_texts=read[0],
+        attachment_warnings=read[1],
     )
 
 
@@ -154,7 +161,7 @@ class _Unsure(Exception):
     """mail-parser did not list a part left out by mail_feed.read as the attachment it was taken for."""
 
 
-def _parse(raw: bytes, *, elide: bool = True) -> ParsedMessage:
+def _parse(raw: bytes, *, elide: bool = True, attachments: bool = True) -> ParsedMessage:
     if envelope.looks_binary(raw):
         return _fallback(raw, envelope.BINARY)
     reading = read(raw) if elide else Reading(feed(raw), {})
@@ -175,13 +182,17 @@ def _parse(raw: bytes, *, elide: bool = True) -> ParsedMessage:
             return _finish(headers, html_start(text), True, (), defects, None)
         return _finish(headers, text, False, (), defects, None)
     try:
-        return _parse_mime(msg, headers, elided)
+        return _parse_mime(msg, headers, elided, raw, reading.at if attachments else None)
     except _Unsure:
-        return _parse(raw, elide=False)
+        return _parse(raw, elide=False, attachments=attachments)
 
 
 def _parse_mime(
-    msg: Message, headers: tuple[tuple[str, str], ...], elided: dict[str, tuple[int, int]]
+    msg: Message,
+    headers: tuple[tuple[str, str], ...],
+    elided: dict[str, tuple[int, int]],
+    raw: bytes = b"",
+    at: dict[str, tuple[int, int]] | None = None,
 ) -> ParsedMessage:
     import mailparser
 
@@ -213,12 +224,14 @@ def _parse_mime(
     del mp  # it holds a copy of the text parts; read again in the one case its body is wanted
     plain, html, forwarded = _body_parts(msg, defects)
     fwd = "\n\n".join(f for f in forwarded if f and not f.isspace())
+    read = attachment_texts(msg, raw, at) if at is not None else ((), ())
     if plain:
-        return _finish(headers, "\n\n".join(plain), False, tuple(attachments), defects, None, fwd)
+        return _finish(headers, "\n\n".join(plain), False, tuple(attachments), defects, None, fwd, read)
     if html:
-        return _finish(headers, "\n\n".join(html_start(h) for h in html), True, tuple(attachments), defects, None, fwd)
+        text = "\n\n".join(html_start(h) for h in html)
+        return _finish(headers, text, True, tuple(attachments), defects, None, fwd, read)
     if fwd:
-        return _finish(headers, "", False, tuple(attachments), defects, None, fwd)
+        return _finish(headers, "", False, tuple(attachments), defects, None, fwd, read)
     text = ""
     if not attachments and not msg.is_multipart():
         text, defect = decode_part(msg)  # e.g. a non-text type with words in it
@@ -229,7 +242,7 @@ def _parse_mime(
         if body and body.strip():
             text = body  # a multipart with no boundary lines: mail-parser leaves the text in body
             defects.append("NoBoundaryDefect: text taken from the whole body")
-    return _finish(headers, text, False, tuple(attachments), defects, None)
+    return _finish(headers, text, False, tuple(attachments), defects, None, "", read)
 
 
 def _body_parts(msg: Message, defects: list[str]) -> tuple[list[str], list[str], list[str]]:
@@ -246,13 +259,16 @@ def _body_parts(msg: Message, defects: list[str]) -> tuple[list[str], list[str],
     for part in msg.walk():
         kind = part.get_content_type()
         if kind == "message/rfc822":
-            for inner in part.get_payload() if isinstance(part.get_payload(), list) else []:
+            payload = part.get_payload()  # the forwarded message, in a list of one
+            for inner in payload if isinstance(payload, list) else []:
+                if not isinstance(inner, Message):  # the parser makes none, but the type allows str
+                    continue
                 forwarded.append(_forward_header(inner))
                 inside.update(id(p) for p in inner.walk())
             continue
         if part.is_multipart():
             continue
-        if part.get_content_disposition() == "attachment" or part.get_filename() or part.get_param("name"):
+        if is_attachment(part):
             continue
         if kind not in ("text/plain", "text/html"):
             continue

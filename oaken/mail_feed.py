@@ -12,7 +12,7 @@ once parsed. tests/test_memory.py checks that what oaken.mail.parse returns is t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.message import Message
 from email.policy import compat32
 
@@ -79,6 +79,9 @@ class Reading:
     # in the flattened text of a part that holds that attachment (line ends written as "\n")
     elided: dict[str, tuple[int, int]]
     body_start: int | None = None  # set when the top part's payload still holds markers: raw[body_start:] is it
+    # marker -> (start, end) in raw of the base64 run it stands for: an attachment whose words are
+    # read (oaken.attachment_text) is decoded from there, never held by the email package as text
+    at: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def read(raw: bytes) -> Reading:
@@ -139,6 +142,7 @@ def read(raw: bytes) -> Reading:
         ):  # ASCII: mail-parser counts it as is
             more = end - start - len(marks[0])
             reading.elided[marks[0]] = (more, more - raw.count(b"\r\n", start, end))
+            reading.at[marks[0]] = (start, end)
         elif rest is not None:
             reading.body_start = rest
         else:

@@ -79,7 +79,7 @@ def open_message(id: int, *, peek: bool = False, config: Config | None = None) -
         if value is not None:
             headers.append((name, str(value)))
     try:
-        text = _text_of(msg)  # type: ignore[arg-type]
+        text = _text_of(msg)
     except Exception:  # noqa: BLE001 - a broken message still shows what can be read
         text = raw.split(b"\r\n\r\n", 1)[-1].decode("utf-8", "replace")
     text = text.replace("\r\n", "\n")  # IMAP delivers CRLF; a terminal wants LF

@@ -108,3 +108,51 @@ def test_set_triage_api(oaken_home: Path) -> None:
 
     t = oaken.set_triage(1, disposition="archived", config=Config())
     assert t.disposition == "archived"
+
+
+def test_a_notmuch_database_beside_the_mail_is_not_imported(oaken_home: Path, tmp_path: Path) -> None:
+    """notmuch keeps its Xapian database in .notmuch/ inside the Maildir it indexes: a notmuch
+    user's mail folder holds it, and its files (flintlock, iamglass: no suffix) are not mail."""
+    box = tmp_path / "Mail"
+    for sub in ("cur", "new", "tmp"):
+        (box / sub).mkdir(parents=True)
+    src = sorted((DATA / "notmuch-default" / "cur").iterdir())
+    shutil.copy(src[0], box / "cur" / "1.host:2,S")
+    xapian = box / ".notmuch" / "xapian"
+    xapian.mkdir(parents=True)
+    (xapian / "flintlock").write_bytes(b"")
+    (xapian / "iamglass").write_bytes(b"\x00\x01glass\x00" * 20)
+    sent = box / ".Sent"  # a Maildir++ folder is hidden too, and is mail
+    for sub in ("cur", "new", "tmp"):
+        (sent / sub).mkdir(parents=True)
+    shutil.copy(src[1], sent / "cur" / "2.host:2,S")
+    report = api.import_mail([box], config=Config())
+    assert report.added == 2
+    assert any(".notmuch" in s and "not a Maildir" in s for s in report.skipped)
+    with open_store(oaken_home) as store:
+        folders = {f.name for f in store.folders(store.account_id("local"))}
+        assert folders == {"Mail", "Sent"}
+        assert not [m for m in store.metas(store.all_message_ids()).values() if m.problem]
+
+
+def test_show_prints_the_date_in_the_configured_time_zone(oaken_home: Path) -> None:
+    oaken_home.mkdir(parents=True, exist_ok=True)
+    (oaken_home / "config.toml").write_text('[search]\ntime_zone = "Asia/Tokyo"\n')
+    report = api.import_mail([DATA / "notmuch-default" / "cur"], config=config_mod_load())
+    assert report.added == 26  # cur/ and new/ of the Maildir named by its cur/ (nothing before)
+    with open_store(oaken_home) as store:
+        message = store.all_message_ids()[0]
+        when = store.meta(message).date
+    out = oaken("show", "--peek", str(message))
+    assert out.returncode == 0, out.stderr
+    date_line = next(line for line in out.stdout.splitlines() if line.startswith("Date: "))
+    from datetime import datetime, timedelta, timezone
+
+    expected = datetime.fromtimestamp(when, tz=timezone(timedelta(hours=9))).strftime("%a, %d %b %Y %H:%M:%S +0900")
+    assert date_line == f"Date: {expected}"
+
+
+def config_mod_load() -> Config:
+    from oaken import config as config_mod
+
+    return config_mod.load()

@@ -42,12 +42,14 @@ def test_forward_whose_original_is_absent_is_still_found(indexed: Config) -> Non
     assert "quoted" in hits[0].columns and "body" not in hits[0].columns
 
 
-def test_attachment_names_are_indexed_but_not_their_contents(indexed: Config) -> None:
+def test_attachment_names_and_contents_are_indexed_as_attachments(indexed: Config) -> None:
     msg = message_id_of(indexed, "mailparser-test-3.eml")
     with open_index(indexed) as idx:
-        assert idx.query(quote("firebox"), KeywordFilters(), 10) == []  # a word only inside message.txt
+        inside = idx.query(quote("firebox"), KeywordFilters(), 10)  # a word only inside message.txt
+        assert ids(inside) == [msg] and inside[0].columns == ("attachments",)
+        assert inside[0].snippet.startswith("[message.txt]")  # the hit names its file
         by_name = idx.query(quote("message.txt"), KeywordFilters(), 10)
-        assert ids(by_name) == [msg] and by_name[0].columns == ("attachments",)
+        assert msg in ids(by_name) and all(h.columns == ("attachments",) for h in by_name)
         assert ids(idx.newest(KeywordFilters(filename_terms=("message.txt",)), 10)) == [msg]
         assert msg in ids(idx.newest(KeywordFilters(filename_terms=("text/plain",)), 10))
         patches = {message_id_of(indexed, "notmuch-05.eml"), message_id_of(indexed, "notmuch-23.eml")}
@@ -131,7 +133,7 @@ def test_chunks_for_the_vector_side(indexed: Config) -> None:
         while batch := idx.body_chunks(after, 7):
             walked.extend(batch)
             after = batch[-1].id
-        assert {c.id for c in walked} == idx.chunk_ids("body")
+        assert {c.id for c in walked} == idx.chunk_ids("embedded")
         messages, chunks = idx.counts()
         assert messages == 14 and chunks >= len(walked)
 

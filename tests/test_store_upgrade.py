@@ -25,8 +25,12 @@ def test_a_search_first_after_an_upgrade_reads_an_older_raw_db(tmp_path: Path) -
     api.import_mail([src], config=cfg)
     indexer.reindex(cfg, keyword_only=True)
     raw = tmp_path / "home" / "raw.db"
-    # back to the last release's schema: what m005-m007 added taken away again
+    # back to the last release's schema: what m005-m008 added taken away again
     db = apsw.Connection(str(raw))
+    for trigger in ("totals_account_insert", "totals_message_insert", "totals_message_delete",
+                    "totals_message_update", "folder_count_insert", "folder_count_delete", "folder_count_update"):
+        db.execute(f"DROP TRIGGER {trigger}")
+    db.execute("DROP TABLE account_totals; DROP INDEX messages_problem; ALTER TABLE folders DROP COLUMN locations")
     for trigger in ("unread_loc_insert", "unread_loc_update", "unread_loc_delete"):
         db.execute(f"DROP TRIGGER {trigger}")
     db.execute("DROP TABLE unread; DROP TABLE orphan_candidates; ALTER TABLE folders DROP COLUMN mailbox_id")
@@ -37,4 +41,7 @@ def test_a_search_first_after_an_upgrade_reads_an_older_raw_db(tmp_path: Path) -
     unread = search("is:unread", config=cfg)
     assert unread.hits and all(h.unread for h in unread.hits)  # reads the table m007 made from locations
     assert search("meeting", config=cfg).hits
-    assert api.status(config=cfg)["accounts"]["local"]["unread"] == len(unread.hits)
+    status = api.status(config=cfg)["accounts"]["local"]
+    assert status["unread"] == len(unread.hits)
+    assert status["messages"] == 12 and status["bytes"] > 0  # the counters m008 made from the messages
+    assert sum(f["messages"] for f in status["folders"].values()) >= 12

@@ -68,3 +68,33 @@ def test_the_unread_list_matches_the_rule_after_copies_come_and_go(tmp_path: Pat
             "AND ' ' || l.flags || ' ' NOT LIKE '% \\Seen %')"))
         assert listed == rule and len(listed) == len(ids) - len(ids[::3])
     assert search("is:unread", config=cfg, limit=100).hits
+
+
+def test_the_date_walk_and_the_id_seeks_list_the_same_messages(tmp_path: Path, monkeypatch) -> None:
+    """A long id list (is:unread's pool) is listed by walking the account's date order when that is
+    cheaper (at a million messages: 1.2 ms against 20 for the first page); both plans give the same
+    messages in the same order, at every depth, whatever the list."""
+    import random
+
+    from oaken.index.keyword import reader
+    from oaken.index.keyword.reader import KeywordIndex
+    from oaken.index.keyword.records import KeywordFilters
+
+    cfg = _home(tmp_path)
+    rng = random.Random(7)
+    with KeywordIndex(tmp_path / "home") as index:
+        everything = [h.message for h in index.newest(KeywordFilters(), limit=100)]
+        account = index._run("SELECT account FROM messages LIMIT 1", [])[0][0]
+        walked: list[bool] = []
+        real = index._walk_dates
+        monkeypatch.setattr(index, "_walk_dates", lambda f, d: walked.append(real(f, d)) or walked[-1])
+        for size in (1, 5, 20, 40, len(everything)):
+            ids = frozenset(rng.sample(everything, size))
+            flt = KeywordFilters(account=account, include_ids=ids)
+            for offset, limit in ((0, 10), (3, 5), (10, 50), (0, 100)):
+                monkeypatch.setattr(reader, "WALK_MIN_IDS", 10**9)  # seek every id
+                sought = index.newest(flt, limit=limit, offset=offset)
+                monkeypatch.setattr(reader, "WALK_MIN_IDS", 1)  # walk the dates when the model says so
+                assert index.newest(flt, limit=limit, offset=offset) == sought
+                assert [h.message for h in sought] == [m for m in everything if m in ids][offset : offset + limit]
+    assert True in walked and False in walked  # both plans ran

@@ -24,7 +24,7 @@ def body_chunks(data_dir: Path) -> int | None:
         return None
     try:
         with KeywordIndex(data_dir) as index:
-            return len(index.chunk_ids("body"))
+            return index.body_chunk_count()
     except IndexUnavailable:
         return None
 

@@ -1,5 +1,6 @@
 """Parsing and chunking for the keyword pass, on every core: this process and one worker process.
-What comes back for a message is its attachment names and types, its parse problem and its chunks."""
+What comes back for a message is its attachment names and types, its parse problem, its chunks and
+the attachments it could not read."""
 
 from __future__ import annotations
 
@@ -12,15 +13,16 @@ from typing import Callable
 from oaken import chunking, mail, processes
 from oaken.config import IndexConfig
 
-# what a worker process sends back for one message: attachment names, types, problem, chunks
-Parts = tuple[tuple[str, ...], tuple[str, ...], "str | None", list[tuple[str, int, str]]]
+# what a worker process sends back for one message: attachment names, types, problem, chunks, and
+# the attachments whose words could not be read
+Parts = tuple[tuple[str, ...], tuple[str, ...], "str | None", list[tuple[str, int, str]], tuple[str, ...]]
 Job = tuple[str, bytes, IndexConfig]  # subject, raw bytes, settings
 
 
 def parse_parts(job: Job) -> Parts:
     """Parse and chunk one message (in a worker process or here); never raises."""
     subject, raw, index_cfg = job
-    parsed = mail.parse(raw)
+    parsed = mail.parse(raw, attachments=index_cfg.attachment_text)
     try:
         chunks = chunking.chunk(parsed, index_cfg, subject=subject)
     except (Exception, RecursionError) as e:  # noqa: BLE001 - never stop indexing: keep the headers
@@ -39,6 +41,7 @@ def parse_parts(job: Job) -> Parts:
         tuple(dict.fromkeys(a.content_type for a in atts)),
         parsed.problem,
         [(c.kind, c.tokens, c.text) for c in chunks],
+        parsed.attachment_warnings,
     )
 
 

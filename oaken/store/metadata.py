@@ -96,14 +96,14 @@ class Metadata(ChangeFeed):
     def all_message_ids(self) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM messages ORDER BY id")]
 
-    def unread_newest(self, account: str, limit: int) -> list[int] | None:
-        """The account's unread messages, newest first; None when there are more than `limit`
-        (then judging candidates one by one is the cheaper way)."""
+    def unread_ids(self, account: str, limit: int) -> list[int] | None:
+        """The account's unread messages, in no order (index.db orders them by date, from its own
+        copy, without a read of each message's row here: 49 ms at a million messages); None when
+        there are more than `limit` (then judging candidates one by one is the cheaper way)."""
         rows = [
             r[0]
             for r in self.db.execute(
-                "SELECT u.message FROM unread u JOIN messages m ON m.id = u.message JOIN accounts a ON a.id = u.account_id "
-                "WHERE a.name = ? ORDER BY m.date DESC, m.id DESC LIMIT ?",
+                "SELECT u.message FROM unread u JOIN accounts a ON a.id = u.account_id WHERE a.name = ? LIMIT ?",
                 (account, limit + 1),
             )
         ]

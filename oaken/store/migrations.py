@@ -235,4 +235,48 @@ CREATE TRIGGER unread_loc_delete AFTER DELETE ON locations BEGIN
 END;
 """,
     ),
+    # what `oaken status` counts, kept by triggers: counting and summing messages read every row,
+    # and a row's size and problem sit after its raw bytes, so each read walked the message's
+    # overflow pages: the whole of raw.db (4 GB at a million messages) for one status. Folders
+    # count their locations the same way (an imported location has no uid, so no index held them).
+    (
+        "m008_totals",
+        """
+CREATE TABLE account_totals(
+    account_id INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+    messages INTEGER NOT NULL DEFAULT 0,
+    bytes INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO account_totals SELECT a.id, count(m.id), coalesce(sum(m.size), 0) FROM accounts a
+    LEFT JOIN messages m ON m.account_id = a.id GROUP BY a.id;
+CREATE TRIGGER totals_account_insert AFTER INSERT ON accounts BEGIN
+    INSERT OR IGNORE INTO account_totals(account_id) VALUES (NEW.id);
+END;
+CREATE TRIGGER totals_message_insert AFTER INSERT ON messages BEGIN
+    INSERT OR IGNORE INTO account_totals(account_id) VALUES (NEW.account_id);
+    UPDATE account_totals SET messages = messages + 1, bytes = bytes + NEW.size WHERE account_id = NEW.account_id;
+END;
+CREATE TRIGGER totals_message_delete AFTER DELETE ON messages BEGIN
+    UPDATE account_totals SET messages = messages - 1, bytes = bytes - OLD.size WHERE account_id = OLD.account_id;
+END;
+CREATE TRIGGER totals_message_update AFTER UPDATE OF size, account_id ON messages BEGIN
+    UPDATE account_totals SET messages = messages - 1, bytes = bytes - OLD.size WHERE account_id = OLD.account_id;
+    INSERT OR IGNORE INTO account_totals(account_id) VALUES (NEW.account_id);
+    UPDATE account_totals SET messages = messages + 1, bytes = bytes + NEW.size WHERE account_id = NEW.account_id;
+END;
+CREATE INDEX messages_problem ON messages(id) WHERE problem IS NOT NULL;
+ALTER TABLE folders ADD COLUMN locations INTEGER NOT NULL DEFAULT 0;
+UPDATE folders SET locations = (SELECT count(*) FROM locations l WHERE l.folder_id = folders.id);
+CREATE TRIGGER folder_count_insert AFTER INSERT ON locations BEGIN
+    UPDATE folders SET locations = locations + 1 WHERE id = NEW.folder_id;
+END;
+CREATE TRIGGER folder_count_delete AFTER DELETE ON locations BEGIN
+    UPDATE folders SET locations = locations - 1 WHERE id = OLD.folder_id;
+END;
+CREATE TRIGGER folder_count_update AFTER UPDATE OF folder_id ON locations WHEN OLD.folder_id != NEW.folder_id BEGIN
+    UPDATE folders SET locations = locations - 1 WHERE id = OLD.folder_id;
+    UPDATE folders SET locations = locations + 1 WHERE id = NEW.folder_id;
+END;
+""",
+    ),
 )

@@ -13,6 +13,8 @@ Layout
              repeats the subject, sender and attachment names of its message, so a chunk can hold
              every word of a query even when one of them is in the subject. Recipients (often long
              lists) are on the first chunk only: a quarter less text to index on the Enron corpus.
+             Tokenizer oaken_cjk (tokenizer.py): unicode61 as before, and character bigrams for
+             Chinese, Japanese, Korean, Thai and other scripts written without spaces.
 
 API for the search layer (stable; see each docstring)
   KeywordIndex(data_dir, index_config).query(match, filters, limit) -> list[KeywordChunkHit]
@@ -40,6 +42,8 @@ Modules (import the names above from oaken.index.keyword; the modules are its pa
   reader    KeywordIndex: ranking, newest, tokens_present, chunks for the vector side
   writer    KeywordWriter: the indexer's transactions
   whole     index.db as a whole: status (for `oaken status`), publishing a rebuilt one, drop
+  tokenizer the FTS5 tokenizer every connection registers (schema.connect); docs/cjk.md
+  snippets  which column a chunk's snippet is cut from
 """
 
 from oaken.index.keyword.reader import KeywordIndex

@@ -12,8 +12,11 @@ def _sql_like(term: str) -> str:
     return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def filter_sql(f: KeywordFilters, alias: str = "m") -> tuple[list[str], list[object], str]:
-    """SQL conditions over the messages table, and an FTS5 expression for the subject terms."""
+def filter_sql(f: KeywordFilters, alias: str = "m", walk_dates: bool = False) -> tuple[list[str], list[object], str]:
+    """SQL conditions over the messages table, and an FTS5 expression for the subject terms.
+    `walk_dates`: the id list (include_ids) is only checked (`+id IN`), so that SQLite reads the
+    account's messages newest first and stops at the limit, instead of seeking every listed id
+    and sorting them (reader._newest says when that is cheaper)."""
     conds: list[str] = []
     params: list[object] = []
     if f.account is not None:
@@ -59,7 +62,7 @@ def filter_sql(f: KeywordFilters, alias: str = "m") -> tuple[list[str], list[obj
         conds.append(f"({alias}.attachment_names LIKE ? ESCAPE '\\' OR {alias}.attachment_types LIKE ? ESCAPE '\\')")
         params.extend((_sql_like(term), _sql_like(term)))
     if f.include_ids is not None:
-        conds.append(f"{alias}.id IN (SELECT value FROM json_each(?))")
+        conds.append(f"{'+' if walk_dates else ''}{alias}.id IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(sorted(f.include_ids)))
     if f.exclude_ids:
         conds.append(f"{alias}.id NOT IN (SELECT value FROM json_each(?))")

@@ -54,7 +54,7 @@ class StoredChunk:
     id: int
     message: int
     ord: int
-    kind: str  # "body" or "quoted"
+    kind: str  # "body", "quoted" or "attachment" (oaken.chunking.Chunk.kind)
     tokens: int  # word pieces, estimated, subject included
     text: str
     subject: str
@@ -81,6 +81,7 @@ class MessageFields:
     attachment_names: tuple[str, ...] = ()
     attachment_types: tuple[str, ...] = ()
     problem: str | None = None
+    attachments_unread: tuple[str, ...] = ()  # oaken.attachment_text's warnings
 
 
 @dataclass(frozen=True)

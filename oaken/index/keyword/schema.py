@@ -21,10 +21,18 @@ from pathlib import Path
 import apsw
 
 from oaken.errors import IndexUnavailable
+from oaken.index.keyword import tokenizer
+from oaken.index.keyword.tokenizer import TOKENIZE
 
 INDEX_FILE = "index.db"
 BUILD_PREFIX = "index-"  # index-<generation>.db: a whole index.db, being built or published
-SCHEMA_VERSION = 2  # 2: recipients on a message's first chunk only
+# 2: recipients on a message's first chunk only; 3: the oaken_cjk tokenizer (tokenizer.py). An
+# 4: attachment chunks (kind 'attachment', counted with the body chunks the vector side embeds) and
+# messages.attachments_unread. An
+# index.db of another version is "stale": the indexer builds a new one beside it and swaps it in
+# (oaken.index.indexer), and until then a search says so instead of answering from it: an index
+# made by another tokenizer cannot find what the query's tokens now say.
+SCHEMA_VERSION = 4
 COLUMNS = ("subject", "sender", "recipients", "body", "quoted", "attachments")
 UNAVAILABLE = "keyword_index_unavailable"
 
@@ -32,6 +40,36 @@ UNAVAILABLE = "keyword_index_unavailable"
 # 100k messages with few archived: 0.03 against 97 ms); index.db files made before get it on the
 # writer's next open (KeywordWriter), so the schema version stays
 DISPOSITION_INDEX = "CREATE INDEX IF NOT EXISTS messages_disposition ON messages(account, disposition, date)"
+
+# Counts `oaken status`, the coverage of the vectors and every keyword pass read, kept by
+# triggers in meta: count(*) reads a whole table's smallest index (4M chunks at 1M messages). An
+# index.db made before them gets them on the writer's next open (KeywordWriter), counted once.
+COUNTERS = ("messages", "chunks", "body_chunks")  # body_chunks: the chunks the vector side embeds (EMBEDDED)
+EMBEDDED = ("body", "attachment")  # chunk kinds the vector side embeds; "quoted" is keyword only
+EMBEDDED_SQL = "kind IN ('body', 'attachment')"
+COUNTER_TRIGGERS = """
+CREATE TRIGGER IF NOT EXISTS count_message_insert AFTER INSERT ON messages BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'messages';
+END;
+CREATE TRIGGER IF NOT EXISTS count_message_delete AFTER DELETE ON messages BEGIN
+    UPDATE meta SET value = value - 1 WHERE key = 'messages';
+END;
+CREATE TRIGGER IF NOT EXISTS count_chunk_insert AFTER INSERT ON chunks BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'chunks' OR (key = 'body_chunks' AND NEW.kind IN ('body', 'attachment'));
+END;
+CREATE TRIGGER IF NOT EXISTS count_chunk_delete AFTER DELETE ON chunks BEGIN
+    UPDATE meta SET value = value - 1 WHERE key = 'chunks' OR (key = 'body_chunks' AND OLD.kind IN ('body', 'attachment'));
+END;
+CREATE TRIGGER IF NOT EXISTS count_chunk_kind AFTER UPDATE OF kind ON chunks WHEN OLD.kind != NEW.kind BEGIN
+    UPDATE meta SET value = value + (NEW.kind IN ('body', 'attachment')) - (OLD.kind IN ('body', 'attachment'))
+        WHERE key = 'body_chunks';
+END;
+"""
+COUNT_NOW = """
+INSERT OR REPLACE INTO meta VALUES ('messages', (SELECT count(*) FROM messages));
+INSERT OR REPLACE INTO meta VALUES ('chunks', (SELECT count(*) FROM chunks));
+INSERT OR REPLACE INTO meta VALUES ('body_chunks', (SELECT count(*) FROM chunks WHERE kind IN ('body', 'attachment')));
+"""
 
 SCHEMA = f"""
 CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -52,9 +90,11 @@ CREATE TABLE messages(
     attachment_names TEXT NOT NULL,
     attachment_types TEXT NOT NULL,
     problem TEXT,
-    chunker_version INTEGER NOT NULL
+    chunker_version INTEGER NOT NULL,
+    attachments_unread TEXT  -- attachments whose words could not be read, and why (one a line)
 );
 CREATE INDEX messages_account_date ON messages(account, date);
+CREATE INDEX messages_attachments_unread ON messages(id) WHERE attachments_unread IS NOT NULL;
 {DISPOSITION_INDEX};
 CREATE INDEX messages_thread ON messages(thread);
 CREATE TABLE tags(
@@ -79,11 +119,13 @@ CREATE VIEW fts_content AS
            CASE c.ord WHEN 0 THEN m.recipients || char(10) || m.cc ELSE '' END AS recipients,
            CASE c.kind WHEN 'body' THEN c.text ELSE '' END AS body,
            CASE c.kind WHEN 'quoted' THEN c.text ELSE '' END AS quoted,
-           m.attachment_names AS attachments
+           CASE c.kind WHEN 'attachment' THEN c.text || char(10) || m.attachment_names
+                ELSE m.attachment_names END AS attachments
     FROM chunks c JOIN messages m ON m.id = c.message;
 CREATE VIRTUAL TABLE fts USING fts5({", ".join(COLUMNS)}, content='fts_content', content_rowid='id',
-    tokenize='porter unicode61 remove_diacritics 2');
-INSERT INTO meta VALUES ('schema', {SCHEMA_VERSION}), ('seq', 0);
+    tokenize='{TOKENIZE}');
+INSERT INTO meta VALUES ('schema', {SCHEMA_VERSION}), ('seq', 0), ('messages', 0), ('chunks', 0), ('body_chunks', 0);
+{COUNTER_TRIGGERS}
 """
 
 
@@ -106,9 +148,9 @@ def unavailable(path: Path, state: str, detail: str) -> IndexUnavailable:
                 fix="run the command again (`oaken reindex` goes on from where it stopped; the index is not damaged)",
             )
         )
-        err.code = UNAVAILABLE  # type: ignore[attr-defined]
-        err.state = state  # type: ignore[attr-defined]
-        err.detail = detail  # type: ignore[attr-defined]
+        err.code = UNAVAILABLE
+        err.state = state
+        err.detail = detail
         return err
     what = {
         "missing": "does not exist yet",
@@ -120,9 +162,9 @@ def unavailable(path: Path, state: str, detail: str) -> IndexUnavailable:
     if state == "locked":
         fix = "wait for the other process (another `oaken reindex`?) or run `oaken reindex --rebuild`"
     err = IndexUnavailable(f"{path}: keyword index {what} ({detail}); {fix}")
-    err.code = UNAVAILABLE  # type: ignore[attr-defined]
-    err.state = state  # type: ignore[attr-defined]
-    err.detail = detail  # type: ignore[attr-defined]
+    err.code = UNAVAILABLE
+    err.state = state
+    err.detail = detail
     return err
 
 
@@ -141,6 +183,16 @@ def connect(path: Path, *, write: bool, busy_ms: int) -> apsw.Connection:
     flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if write else 0)
     db = apsw.Connection(str(path), flags=flags)
     db.set_busy_timeout(busy_ms)
+    try:
+        tokenizer.register(db)  # the fts table cannot be opened without it
+    except apsw.NoFTS5Error:
+        # apsw reaches FTS5 through a statement, which a locked or damaged file fails, and then
+        # says only "no FTS5": the file's own error (BusyError, CorruptError) says which it is
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        finally:
+            db.close()
+        raise
     return db
 
 

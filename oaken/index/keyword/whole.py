@@ -15,6 +15,7 @@ from pathlib import Path
 import apsw
 
 from oaken.errors import IndexUnavailable
+from oaken.index.keyword import checks
 from oaken.index.keyword.reader import KeywordIndex
 from oaken.index.keyword.schema import (
     BUILD_PREFIX,
@@ -26,7 +27,7 @@ from oaken.index.keyword.schema import (
     unavailable,
 )
 
-_COMPANIONS = ("-wal", "-shm", "-journal", DAMAGED_SUFFIX)
+_COMPANIONS = ("-wal", "-shm", "-journal", DAMAGED_SUFFIX, checks.CHECKED_SUFFIX)
 _SWAP_SUFFIX = ".swap"  # index.db.swap: the new link, renamed over index.db
 
 
@@ -39,28 +40,18 @@ def status(data_dir: Path) -> dict:
     try:
         idx = KeywordIndex(data_dir)
     except IndexUnavailable as e:
-        return {
-            "state": getattr(e, "state", "corrupt"),
-            "messages": 0,
-            "chunks": 0,
-            "seq": 0,
-            "path": str(path),
-            "problem": str(e),
-        }
+        return _unusable(path, getattr(e, "state", "corrupt"), str(e))
     try:
-        found = damage(idx.db)
-        if found is not None:
-            mark_damaged(path, found)
-            return {
-                "state": "corrupt",
-                "messages": 0,
-                "chunks": 0,
-                "seq": 0,
-                "path": str(path),
-                "problem": str(unavailable(path, "corrupt", found)),
-            }
+        # a large index.db is checked by the indexer once a day, not by every `oaken status`
+        if checks.is_small(path):
+            found = damage(idx.db)
+            if found is not None:
+                mark_damaged(path, found)
+                return _unusable(path, "corrupt", str(unavailable(path, "corrupt", found)))
+            checks.mark_checked(path)
         messages, chunks = idx.counts()
         real = os.path.realpath(path)
+        unread, listed = idx.attachments_unread()
         return {
             "state": "ok",
             "messages": messages,
@@ -68,28 +59,22 @@ def status(data_dir: Path) -> dict:
             "seq": idx.seq(),
             "path": str(path),
             "bytes": os.stat(real).st_size + _size(real + "-wal"),
+            "checked": checks.when_checked(path),
+            # attachments whose words are not searchable (encrypted, broken, over a cap): warnings
+            "attachments_unread": unread,
+            "attachments_unread_list": [{"id": i, "subject": s, "why": w} for i, s, w in listed],
         }
     except IndexUnavailable as e:
-        return {
-            "state": getattr(e, "state", "corrupt"),
-            "messages": 0,
-            "chunks": 0,
-            "seq": 0,
-            "path": str(path),
-            "problem": str(e),
-        }
+        return _unusable(path, getattr(e, "state", "corrupt"), str(e))
     except apsw.Error as e:
         state = classify(e, path)
-        return {
-            "state": state,
-            "messages": 0,
-            "chunks": 0,
-            "seq": 0,
-            "path": str(path),
-            "problem": str(unavailable(path, state, str(e))),
-        }
+        return _unusable(path, state, str(unavailable(path, state, str(e))))
     finally:
         idx.close()
+
+
+def _unusable(path: Path, state: str, problem: str) -> dict:
+    return {"state": state, "messages": 0, "chunks": 0, "seq": 0, "path": str(path), "problem": problem}
 
 
 def _size(path: str) -> int:
