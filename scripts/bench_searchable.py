@@ -28,6 +28,12 @@ run in the same rounds, so the ratios are fair).
 
     .venv/bin/python scripts/bench_searchable.py [--messages 10000] [--folders 10] [--rounds 3] [--work DIR]
         [--keep]   # leave the server and the mirrors in place to look at
+        [--steps c]   # only these of (a)-(d); (c) alone still builds its mirrors once, with (a)'s commands
+        [--compare-tree DIR ...]   # (c) also for the Oaken in DIR (a checkout), in the same rounds
+
+`--steps c --compare-tree DIR` measures the no-change sync of another checkout (the code before a
+change) against this one and mbsync in the same rounds: its `oaken` runs from DIR, which must read
+the same raw.db schema.
 
 Prints one line per round, then the table (oaken, the peer, the ratio of the medians, the goal),
 the ratio in each round, client CPU seconds, the parts of (a) and (b)'s time split. Results and
@@ -51,6 +57,7 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,8 +68,27 @@ from bench_sync import PASSWORD, USER, load_messages, mbsync_config  # noqa: E40
 from dovecot import Dovecot  # noqa: E402
 
 OAKEN = [sys.executable, "-m", "oaken.cli"]
-FOLDERS = ["INBOX", "Archive", "Projects", "Trading", "Legal", "Travel", "Finance", "Lists", "Family",
-           "Notes", "Meetings", "Contracts", "Reports", "Press", "Misc", "Old"]
+# what the `oaken` command runs first (its console script): the fast paths of a warm search and a
+# no-change sync; a checkout from before it has only oaken.cli
+ENTRY = [sys.executable, "-m", "oaken.fastpath"]
+FOLDERS = [
+    "INBOX",
+    "Archive",
+    "Projects",
+    "Trading",
+    "Legal",
+    "Travel",
+    "Finance",
+    "Lists",
+    "Family",
+    "Notes",
+    "Meetings",
+    "Contracts",
+    "Reports",
+    "Press",
+    "Misc",
+    "Old",
+]
 POLL_SECONDS = 0.1
 # a plain word: not in an address, a URL or a contraction (tokenizers differ there)
 WORD = re.compile(r"(?<![\w@./='’-])[a-z]{7,14}(?![\w@/='’-])(?!\.\w)")
@@ -70,6 +96,7 @@ PREFIX = re.compile(r"[a-z]{5,}")
 
 
 # ---- the server and the messages ----------------------------------------------------------------
+
 
 @dataclass
 class Target:
@@ -156,10 +183,12 @@ def place_targets(messages: list[bytes], folders: int) -> tuple[Target, Target]:
     newest_at = n // folders - 1
     places = [newest_at, *firsts]
     chosen = unique_words(messages, len(places) + 4)
-    picks = [c for c in chosen if c[0] not in places][:len(places)]
+    picks = [c for c in chosen if c[0] not in places][: len(places)]
     if len(picks) < len(places):
-        raise SystemExit(f"only {len(picks)} messages with a word of their own outside the places; "
-                         f"{len(places)} needed (more --messages?)")
+        raise SystemExit(
+            f"only {len(picks)} messages with a word of their own outside the places; "
+            f"{len(places)} needed (more --messages?)"
+        )
     words = {}
     for place, (i, word) in zip(places, picks):
         messages[place], messages[i] = messages[i], messages[place]
@@ -180,18 +209,22 @@ def fill(server: Dovecot, by_folder: dict[str, list[bytes]]) -> None:
         c.login(USER, PASSWORD)
         for name, messages in by_folder.items():
             for i in range(0, len(messages), 500):
-                c.multiappend(name, messages[i:i + 500])
+                c.multiappend(name, messages[i : i + 500])
 
 
 # ---- the tools ----------------------------------------------------------------------------------
+
 
 def oaken_home(path: Path, server: Dovecot, *, debug_log: Path | None = None) -> dict[str, str]:
     """An empty OAKEN_HOME with the account, keyword search only; returns the environment."""
     if path.exists():
         shutil.rmtree(path)
     path.mkdir(mode=0o700, parents=True)
-    log = (f'[log]\nlevel = "debug"\nformat = "json"\nfile = "{debug_log}"\n' if debug_log
-           else '[log]\nlevel = "warning"\n')
+    log = (
+        f'[log]\nlevel = "debug"\nformat = "json"\nfile = "{debug_log}"\n'
+        if debug_log
+        else '[log]\nlevel = "warning"\n'
+    )
     conf = path / "config.toml"
     conf.write_text(f"""default_account = "bench"
 [accounts.bench]
@@ -214,8 +247,11 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(cmd: list[str], env: dict[str, str], *, check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+def run(
+    cmd: list[str], env: dict[str, str], *, check: bool = True, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
+    """`cwd`: where `python -m oaken.cli` finds its `oaken` (another checkout, for --compare-tree)."""
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, cwd=cwd)
     if check and out.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({out.returncode}): {(out.stderr or out.stdout).strip()[-800:]}")
     return out
@@ -254,6 +290,8 @@ class Round:
     split: dict[str, float] = field(default_factory=dict)
     c_oaken: float = 0.0
     c_mbsync: float = 0.0
+    c_trees: dict[str, float] = field(default_factory=dict)  # --compare-tree: (c) of each other checkout
+    c_cpu: dict[str, float] = field(default_factory=dict)  # (c) client CPU seconds: oaken, mbsync, each tree
     d_oaken: float = 0.0
     d_oaken_started: float = 0.0  # when the search that first found it started
     d_oaken_all: float = 0.0  # the daemon: everything searchable (the target of (a))
@@ -345,28 +383,42 @@ def b_mbsync(work: Path, server: Dovecot, n: int, r: Round) -> None:
         raise SystemExit(f"mbsync stored {stored} of {n}")
 
 
-def c_nochange(oaken_home_dir: Path, mbsync_base: Path, repeat: int, r: Round) -> None:
+def c_nochange(oaken_home_dir: Path, mbsync_base: Path, repeat: int, r: Round, trees: list[Path]) -> None:
+    """Cold no-change syncs, each tool (and each --compare-tree checkout) once per run, in turn;
+    medians of wall and client CPU seconds (CPU is steadier than wall on a shared machine)."""
     env = {**os.environ, "OAKEN_HOME": str(oaken_home_dir), "BENCH_IMAP_PASSWORD": PASSWORD}
-    conf = mbsync_base / "mbsyncrc"
-    o, m = [], []
+    mbsync = ["mbsync", "-q", "-c", str(mbsync_base / "mbsyncrc"), "-a"]
+    tools = {"oaken": ROOT, **{str(t): t for t in trees}, "mbsync": None}
+    wall: dict[str, list[float]] = {k: [] for k in tools}
+    used: dict[str, list[float]] = {k: [] for k in tools}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = run([*OAKEN, "sync", "--once"], env)
-        o.append(time.perf_counter() - t0)
-        if " 0 new," not in out.stdout:
-            raise SystemExit(f"the no-change oaken sync found changes: {out.stdout.strip()}")
-        t0 = time.perf_counter()
-        run(["mbsync", "-q", "-c", str(conf), "-a"], os.environ.copy())
-        m.append(time.perf_counter() - t0)
-    r.c_oaken, r.c_mbsync = statistics.median(o), statistics.median(m)
+        for name, tree in tools.items():
+            c0, t0 = cpu(), time.perf_counter()
+            if tree is None:
+                run(mbsync, os.environ.copy())
+            else:
+                entry = ENTRY if (Path(tree) / "oaken" / "fastpath.py").exists() else OAKEN
+                out = run([*entry, "sync", "--once"], env, cwd=tree)
+                if " 0 new," not in out.stdout:
+                    raise SystemExit(f"the no-change oaken sync ({tree}) found changes: {out.stdout.strip()}")
+            wall[name].append(time.perf_counter() - t0)
+            used[name].append(cpu() - c0)
+    r.c_oaken, r.c_mbsync = statistics.median(wall["oaken"]), statistics.median(wall["mbsync"])
+    r.c_trees = {str(t): statistics.median(wall[str(t)]) for t in trees}
+    r.c_cpu = {k: statistics.median(v) for k, v in used.items()}
 
 
 def d_oaken(work: Path, server: Dovecot, newest: Target, everything: Target, r: Round) -> None:
     home = work / "d-oaken"
     env = oaken_home(home, server)
     t0 = time.perf_counter()
-    daemon = subprocess.Popen([*OAKEN, "sync", "--daemon"], env=env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    daemon = subprocess.Popen(
+        [*OAKEN, "sync", "--daemon"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         first = None
         while first is None:
@@ -404,11 +456,14 @@ def d_mu(work: Path, server: Dovecot, newest: Target, r: Round) -> None:
     conf = mbsync_config(base, server)
     maildir, muhome = base / "mbsync-mail", base / "mu"
     env = mu_env(muhome)
-    script = (f"mbsync -q -c '{conf}' -a && mu init --muhome='{muhome}' --maildir='{maildir}' --quiet "
-              f"&& mu index --muhome='{muhome}' --quiet")
+    script = (
+        f"mbsync -q -c '{conf}' -a && mu init --muhome='{muhome}' --maildir='{maildir}' --quiet "
+        f"&& mu index --muhome='{muhome}' --quiet"
+    )
     t0 = time.perf_counter()
-    chain = subprocess.Popen(["sh", "-c", script], env=env, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    chain = subprocess.Popen(
+        ["sh", "-c", script], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         while True:
             started = time.perf_counter()
@@ -426,6 +481,7 @@ def d_mu(work: Path, server: Dovecot, newest: Target, r: Round) -> None:
 
 # ---- the report ---------------------------------------------------------------------------------
 
+
 def med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
@@ -440,8 +496,19 @@ SPLIT_GROUPS = [
     ("threading: worker fork/stop, fetch thread, callbacks", ("workers", "threads", "callbacks")),
     ("other (the folders' untimed rest)", ("folder",)),
 ]
-SUBTRACT = {"other (the folders' untimed rest)": ("select", "search", "wait_fetch", "wait_headers", "rows", "sqlite",
-                                                   "callbacks", "workers", "threads")}
+SUBTRACT = {
+    "other (the folders' untimed rest)": (
+        "select",
+        "search",
+        "wait_fetch",
+        "wait_headers",
+        "rows",
+        "sqlite",
+        "callbacks",
+        "workers",
+        "threads",
+    )
+}
 
 
 def daemon_cycle(home: Path, runs: int = 20) -> float | None:
@@ -455,66 +522,118 @@ def daemon_cycle(home: Path, runs: int = 20) -> float | None:
         return None
 
 
-def report(rounds: list[Round], args: argparse.Namespace, size: float, loads: list[float],
-           cycle: float | None) -> None:
+def report(rounds: list[Round], args: argparse.Namespace, size: float, loads: list[float], cycle: float | None) -> None:
     def col(name: str) -> list[float]:
         return [getattr(r, name) for r in rounds]
 
+    steps = args.steps
     n = len(rounds)
-    print(f"\n{args.messages} messages ({size / 1e6:.1f} MB) in {args.folders} folders; medians of {n} rounds; "
-          f"load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
+    print(
+        f"\n{args.messages} messages ({size / 1e6:.1f} MB) in {args.folders} folders; medians of {n} rounds; "
+        f"load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores"
+    )
     head = f"{'':58}{'oaken':>9}{'peer':>9}{'ratio':>7}  goal"
     print(head)
     rows = [
-        ("(a) server -> searchable (sync + keyword index + search)", med(col("a_oaken")), med(col("a_mu")),
-         "mbsync + mu index", 0.5),
-        ("(b) raw mirror alone (--no-index)", med(col("b_oaken")), med(col("b_mbsync")), "mbsync", 1.5),
-        (f"(c) no-change sync of {args.folders} folders", med(col("c_oaken")), med(col("c_mbsync")), "mbsync", 1.0),
-        ("(d) first message searchable (daemon, newest first)", med(col("d_oaken")), med(col("d_mu")),
-         "mbsync + mu index", None),
+        ("a", "(a) server -> searchable (sync + keyword index + search)", "a_oaken", "a_mu", "mbsync + mu index", 0.5),
+        ("b", "(b) raw mirror alone (--no-index)", "b_oaken", "b_mbsync", "mbsync", 1.5),
+        ("c", f"(c) no-change sync of {args.folders} folders", "c_oaken", "c_mbsync", "mbsync", 1.0),
+        ("d", "(d) first message searchable (daemon, newest first)", "d_oaken", "d_mu", "mbsync + mu index", None),
     ]
-    for label, o, p, peer, goal in rows:
+    for step, label, mine, peer_col, peer, goal in rows:
+        if step not in steps:
+            continue
+        o, p = med(col(mine)), med(col(peer_col))
         ratio = o / p
         if goal is None:
             verdict = f"<= 2 s: {'met' if o <= 2.0 else 'MISSED'}"
         else:
             verdict = f"<= {goal:g}x {peer}: {'met' if ratio <= goal else 'MISSED'}"
         print(f"{label:58}{o:9.2f}{p:9.2f}{ratio:7.2f}  {verdict}")
-    print(f"{'    daemon: everything searchable (same runs as (d))':58}{med(col('d_oaken_all')):9.2f}"
-          f"{med(col('a_mu')):9.2f}{med(col('d_oaken_all')) / med(col('a_mu')):7.2f}")
-    ratios = {line: [getattr(r, o) / getattr(r, p) for r in rounds]
-              for line, o, p in (("a", "a_oaken", "a_mu"), ("b", "b_oaken", "b_mbsync"), ("c", "c_oaken", "c_mbsync"),
-                                 ("d", "d_oaken", "d_mu"))}
-    print("ratio in each round: " + "; ".join(f"({k}) " + " ".join(f"{x:.2f}" for x in v) + f" (median {med(v):.2f})"
-                                             for k, v in ratios.items()))
-    c = {k: med([r.cpu[k] for r in rounds]) for k in ("a_oaken", "a_mu", "b_oaken", "b_mbsync")}
-    print("client CPU seconds (user + system, every process of the tool; Dovecot's not counted), medians: "
-          f"(a) oaken {c['a_oaken']:.2f}, mbsync + mu {c['a_mu']:.2f} ({c['a_oaken'] / c['a_mu']:.2f}); "
-          f"(b) oaken {c['b_oaken']:.2f}, mbsync {c['b_mbsync']:.2f} ({c['b_oaken'] / c['b_mbsync']:.2f})")
+        if step == "c":
+            for tree in args.compare_tree:
+                t = med([r.c_trees[str(tree)] for r in rounds])
+                print(f"{'    the same, oaken from ' + str(tree):58}{t:9.3f}{p:9.3f}{t / p:7.2f}")
+            peer_cpu = med([r.c_cpu["mbsync"] for r in rounds])
+            for name in ["oaken", *map(str, args.compare_tree)]:
+                t = med([r.c_cpu[name] for r in rounds])
+                label = "    client CPU seconds, oaken" + ("" if name == "oaken" else " from " + name)
+                print(f"{label:58}{t:9.3f}{peer_cpu:9.3f}{t / peer_cpu:7.2f}")
+    if "d" in steps:
+        print(
+            f"{'    daemon: everything searchable (same runs as (d))':58}{med(col('d_oaken_all')):9.2f}"
+            f"{med(col('a_mu')) if 'a' in steps else float('nan'):9.2f}"
+            f"{med(col('d_oaken_all')) / med(col('a_mu')) if 'a' in steps else float('nan'):7.2f}"
+        )
+    ratios = {
+        line: [getattr(r, o) / getattr(r, p) for r in rounds]
+        for line, o, p in (
+            ("a", "a_oaken", "a_mu"),
+            ("b", "b_oaken", "b_mbsync"),
+            ("c", "c_oaken", "c_mbsync"),
+            ("d", "d_oaken", "d_mu"),
+        )
+        if line in steps
+    }
+    print(
+        "ratio in each round: "
+        + "; ".join(f"({k}) " + " ".join(f"{x:.2f}" for x in v) + f" (median {med(v):.2f})" for k, v in ratios.items())
+    )
+    if "a" in steps and "b" in steps:
+        c = {k: med([r.cpu[k] for r in rounds]) for k in ("a_oaken", "a_mu", "b_oaken", "b_mbsync")}
+        print(
+            "client CPU seconds (user + system, every process of the tool; Dovecot's not counted), medians: "
+            f"(a) oaken {c['a_oaken']:.2f}, mbsync + mu {c['a_mu']:.2f} ({c['a_oaken'] / c['a_mu']:.2f}); "
+            f"(b) oaken {c['b_oaken']:.2f}, mbsync {c['b_mbsync']:.2f} ({c['b_oaken'] / c['b_mbsync']:.2f})"
+        )
     print()
-    print("(a) parts, medians: oaken sync --once {:.2f} + search {:.2f}; mbsync {:.2f} + mu init {:.2f} + "
-          "mu index {:.2f} + mu find {:.2f}".format(
-              med([r.a_oaken_parts[0] for r in rounds]), med([r.a_oaken_parts[1] for r in rounds]),
-              *(med([r.a_mu_parts[i] for r in rounds]) for i in range(4))))
-    print("(d) oaken: the first search that found it started at {:.2f} s (median), ended at {:.2f} s".format(
-        med(col("d_oaken_started")), med(col("d_oaken"))))
+    if "a" in steps:
+        print(
+            "(a) parts, medians: oaken sync --once {:.2f} + search {:.2f}; mbsync {:.2f} + mu init {:.2f} + "
+            "mu index {:.2f} + mu find {:.2f}".format(
+                med([r.a_oaken_parts[0] for r in rounds]),
+                med([r.a_oaken_parts[1] for r in rounds]),
+                *(med([r.a_mu_parts[i] for r in rounds]) for i in range(4)),
+            )
+        )
+    if "d" in steps:
+        print(
+            "(d) oaken: the first search that found it started at {:.2f} s (median), ended at {:.2f} s".format(
+                med(col("d_oaken_started")), med(col("d_oaken"))
+            )
+        )
     if any("total" in r.split for r in rounds):
-        print(f"(b) oaken's time split: wall seconds of the thread that stores, by what it waited on (the fetch "
-              f"thread and the header worker run beside it); medians of one logged --no-index run per round, "
-              f"{med([r.split.get('wall', 0.0) for r in rounds]):.2f} s in all:")
+        print(
+            f"(b) oaken's time split: wall seconds of the thread that stores, by what it waited on (the fetch "
+            f"thread and the header worker run beside it); medians of one logged --no-index run per round, "
+            f"{med([r.split.get('wall', 0.0) for r in rounds]):.2f} s in all:"
+        )
         for group, keys in SPLIT_GROUPS:
             minus = SUBTRACT.get(group, ())
-            value = med([sum(r.split.get(k, 0.0) for k in keys) - sum(r.split.get(k, 0.0) for k in minus)
-                         for r in rounds])
+            value = med(
+                [sum(r.split.get(k, 0.0) for k in keys) - sum(r.split.get(k, 0.0) for k in minus) for r in rounds]
+            )
             print(f"    {group:56}{value:7.3f}  ({' + '.join(keys)}{' - the rest' if minus else ''})")
-        print("    raw timers: " + ", ".join(f"{k} {med([r.split.get(k, 0.0) for r in rounds]):.3f}"
-                                          for k in rounds[0].split if k != "wall"))
-    if cycle is not None:
-        print(f"(c) for comparison, a no-change cycle of the running daemon (connection open, one LIST-STATUS): "
-              f"{cycle * 1000:.1f} ms (median of 20), against mbsync's {med(col('c_mbsync')) * 1000:.0f} ms")
+        print(
+            "    raw timers: "
+            + ", ".join(f"{k} {med([r.split.get(k, 0.0) for r in rounds]):.3f}" for k in rounds[0].split if k != "wall")
+        )
+    if cycle is not None and "c" in steps:
+        print(
+            f"(c) for comparison, a no-change cycle of the running daemon (connection open, one LIST-STATUS): "
+            f"{cycle * 1000:.1f} ms (median of 20), against mbsync's {med(col('c_mbsync')) * 1000:.0f} ms"
+        )
     print("\nruns (seconds):")
-    for name in ("a_oaken", "a_mu", "b_oaken", "b_mbsync", "c_oaken", "c_mbsync", "d_oaken", "d_mu", "d_oaken_all"):
-        print(f"    {name:12}" + " ".join(f"{x:7.2f}" for x in col(name)))
+    names = {
+        "a": ("a_oaken", "a_mu"),
+        "b": ("b_oaken", "b_mbsync"),
+        "c": ("c_oaken", "c_mbsync"),
+        "d": ("d_oaken", "d_mu", "d_oaken_all"),
+    }
+    for name in (x for step in "abcd" if step in steps for x in names[step]):
+        print(f"    {name:12}" + " ".join(f"{x:7.3f}" for x in col(name)))
+    for tree in args.compare_tree if "c" in steps else []:
+        print(f"    c {tree}: " + " ".join(f"{r.c_trees[str(tree)]:7.3f}" for r in rounds))
     print("    load     " + " ".join(f"{r.load:7.1f}" for r in rounds))
 
 
@@ -526,7 +645,22 @@ def main() -> int:
     ap.add_argument("--nochange-runs", type=int, default=3, help="no-change syncs of each tool per round (median)")
     ap.add_argument("--work", type=Path, help="working folder (default: a new temporary one, removed at the end)")
     ap.add_argument("--keep", action="store_true", help="keep the server and the working folder")
+    ap.add_argument("--steps", default="abcd", help="which of (a)-(d) to run, e.g. c (default: abcd)")
+    ap.add_argument(
+        "--compare-tree",
+        type=Path,
+        action="append",
+        default=[],
+        help="(c) also for the oaken of this checkout, in the same rounds (repeatable)",
+    )
     args = ap.parse_args()
+    args.steps = "".join(sorted(set(args.steps.lower()) & set("abcd")))
+    if not args.steps:
+        raise SystemExit("--steps: name some of a, b, c, d")
+    args.compare_tree = [t.resolve() for t in args.compare_tree]
+    for tree in args.compare_tree:
+        if not (tree / "oaken" / "cli.py").exists():
+            raise SystemExit(f"--compare-tree {tree}: no oaken/cli.py there; give a checkout of Oaken")
     for tool in ("mbsync", "mu"):
         if not shutil.which(tool):
             raise SystemExit(f"{tool} not found: apt-get install isync maildir-utils")
@@ -534,8 +668,13 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     # bytecode as an installed package has it: this tree may run with PYTHONDONTWRITEBYTECODE, which
     # would make every oaken process compile the modules changed since their last .pyc
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "oaken")], check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for tree in [ROOT, *args.compare_tree]:
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(tree / "oaken")],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     server = Dovecot().start()
     loads: list[float] = []
     try:
@@ -545,37 +684,58 @@ def main() -> int:
         order = make_folders(server, folder_names(args.folders))
         newest, everything = place_targets(messages, args.folders)
         # contiguous runs of the corpus (related mail together) in equal parts
-        by_folder = {name: messages[k * len(messages) // len(order):(k + 1) * len(messages) // len(order)]
-                     for k, name in enumerate(order)}
+        by_folder = {
+            name: messages[k * len(messages) // len(order) : (k + 1) * len(messages) // len(order)]
+            for k, name in enumerate(order)
+        }
         t0 = time.perf_counter()
         fill(server, by_folder)
-        print(f"loaded {len(messages)} messages ({size / 1e6:.1f} MB) into {len(order)} folders "
-              f"({', '.join(order)}) in {time.perf_counter() - t0:.1f} s")
+        print(
+            f"loaded {len(messages)} messages ({size / 1e6:.1f} MB) into {len(order)} folders "
+            f"({', '.join(order)}) in {time.perf_counter() - t0:.1f} s"
+        )
         print(f"newest of INBOX: {newest.query!r}; oldest of each folder: {everything.query!r}")
         rounds: list[Round] = []
+        steps = args.steps
+        if "c" in steps and "a" not in steps:  # (c) needs the mirrors (a) makes: made once, not measured
+            a_home, a_base = a_oaken(work, server, everything, Round()), a_mu(work, server, everything, Round())
         for n in range(args.rounds):
             r = Round()
             oaken_first = n % 2 == 0
             loads.append(os.getloadavg()[0])
-            steps_a = [lambda: a_oaken(work, server, everything, r), lambda: a_mu(work, server, everything, r)]
-            homes = [f() for f in (steps_a if oaken_first else steps_a[::-1])]
-            a_home, a_base = (homes[0], homes[1]) if oaken_first else (homes[1], homes[0])
-            steps_b = [lambda: b_oaken(work, server, len(messages), r),
-                       lambda: b_mbsync(work, server, len(messages), r)]
-            for f in steps_b if oaken_first else steps_b[::-1]:
-                f()
-            b_split(work, server, r)
-            c_nochange(a_home, a_base, args.nochange_runs, r)
-            steps_d = [lambda: d_oaken(work, server, newest, everything, r), lambda: d_mu(work, server, newest, r)]
-            for f in steps_d if oaken_first else steps_d[::-1]:
-                f()
+            if "a" in steps:
+                steps_a = [partial(a_oaken, work, server, everything, r), partial(a_mu, work, server, everything, r)]
+                homes = [f() for f in (steps_a if oaken_first else steps_a[::-1])]
+                a_home, a_base = (homes[0], homes[1]) if oaken_first else (homes[1], homes[0])
+            if "b" in steps:
+                steps_b = [
+                    partial(b_oaken, work, server, len(messages), r),
+                    partial(b_mbsync, work, server, len(messages), r),
+                ]
+                for f in steps_b if oaken_first else steps_b[::-1]:
+                    f()
+                b_split(work, server, r)
+            if "c" in steps:
+                c_nochange(a_home, a_base, args.nochange_runs, r, args.compare_tree)
+            if "d" in steps:
+                steps_d = [
+                    partial(d_oaken, work, server, newest, everything, r),
+                    partial(d_mu, work, server, newest, r),
+                ]
+                for f in steps_d if oaken_first else steps_d[::-1]:
+                    f()
             r.load = os.getloadavg()[0]
             loads.append(r.load)
             rounds.append(r)
-            print(f"round {n + 1}: (a) {r.a_oaken:.2f} / {r.a_mu:.2f}  (b) {r.b_oaken:.2f} / {r.b_mbsync:.2f}  "
-                  f"(c) {r.c_oaken:.3f} / {r.c_mbsync:.3f}  (d) {r.d_oaken:.2f} / {r.d_mu:.2f} "
-                  f"(all {r.d_oaken_all:.2f})  load {r.load:.1f}", flush=True)
-        cycle = daemon_cycle(work / "a-oaken")
+            trees = "".join(f" [{t.name} {v:.3f}]" for t, v in zip(args.compare_tree, r.c_trees.values()))
+            done = {
+                "a": f"(a) {r.a_oaken:.2f} / {r.a_mu:.2f}",
+                "b": f"(b) {r.b_oaken:.2f} / {r.b_mbsync:.2f}",
+                "c": f"(c) {r.c_oaken:.3f} / {r.c_mbsync:.3f}{trees}",
+                "d": f"(d) {r.d_oaken:.2f} / {r.d_mu:.2f} (all {r.d_oaken_all:.2f})",
+            }
+            print(f"round {n + 1}: " + "  ".join(done[k] for k in steps) + f"  load {r.load:.1f}", flush=True)
+        cycle = daemon_cycle(work / "a-oaken") if "c" in steps else None
         report(rounds, args, size, loads, cycle)
     finally:
         if args.keep:

@@ -93,15 +93,7 @@ imap_idle_notify_interval = 2 mins
 namespace inbox {{
   inbox = yes
   separator = /
-  mailbox Junk {{
-    special_use = \\Junk
-  }}
-  mailbox Trash {{
-    special_use = \\Trash
-  }}
-  mailbox Sent {{
-    special_use = \\Sent
-  }}
+{special_use}
 }}
 {oauth2_passdb}
 passdb {{
@@ -131,6 +123,17 @@ service anvil {{
 """
 
 
+SPECIAL_USE = """  mailbox Junk {
+    special_use = \\Junk
+  }
+  mailbox Trash {
+    special_use = \\Trash
+  }
+  mailbox Sent {
+    special_use = \\Sent
+  }"""
+
+
 @dataclass
 class Dovecot:
     """One private server. `capability` overrides what it advertises after login (e.g. a server
@@ -141,6 +144,7 @@ class Dovecot:
     port: int = 0
     ssl_port: int = 0
     capability: str | None = None
+    special_use: bool = True  # False: no folder flagged \Junk, \Trash or \Sent (servers without RFC 6154)
     oauth2_url: str | None = None
     users: dict[str, str] = field(default_factory=dict)
     pid: int | None = None
@@ -201,6 +205,7 @@ class Dovecot:
             dir=self.dir, uid=nobody.pw_uid, gid=nobody.pw_gid, port=self.port, ssl_port=self.ssl_port,
             mechanisms=mechanisms, oauth2_passdb=oauth2_passdb,
             capability=f"imap_capability = {self.capability}" if self.capability else "",
+            special_use=SPECIAL_USE if self.special_use else "",
         ))
 
     def _wait_listening(self, timeout: float = 10.0) -> None:

@@ -98,14 +98,16 @@ class Mailbox:
         return self.server.doveadm(*command.split(), "-u", self.user, *args)
 
     def server_state(self, folders: list[str] | None = None) -> collections.Counter[Entry]:
-        """What the server holds in the synced folders (subscribed, not \\Junk or \\Trash)."""
+        """What the server holds in the synced folders (subscribed, not \\Junk or \\Trash; on a
+        server that flags no folder so, not one with such a folder's usual name)."""
         out: collections.Counter[Entry] = collections.Counter()
         with self.client() as c:
             subscribed = {n for _f, _d, n in c.list_sub_folders()} | {"INBOX"}
-            for flags, _d, name in c.list_folders():
+            listed = c.list_folders()
+            for flags, _d, name in listed:
                 if folders is not None and name not in folders:
                     continue
-                if name not in subscribed or any(f in (b"\\Junk", b"\\Trash") for f in flags):
+                if name not in subscribed or not synced_by_default(flags, name, listed):
                     continue
                 c.select_folder(name, readonly=True)
                 uids = c.search("ALL")
@@ -117,6 +119,22 @@ class Mailbox:
                         fl = frozenset(f.decode() for f in item[b"FLAGS"] if f != b"\\Recent")
                         out[(mid, name, fl)] += 1
         return out
+
+
+def synced_by_default(flags: tuple[bytes, ...], name: str, listed: list) -> bool:
+    """Not a junk or trash folder: flagged \\Junk or \\Trash, or, on a server flagging no folder
+    so, named as such folders usually are (oaken.sync.selection.USUAL_NAMES, the last part)."""
+    from oaken.sync.selection import USUAL_NAMES
+
+    if any(f in (b"\\Junk", b"\\Trash") for f in flags):
+        return False
+    flagged = {f.decode().lower() for fl, _d, _n in listed for f in fl}
+    by_name = {n for use, names in USUAL_NAMES.items() if use not in flagged for n in names}
+    special = any(f.lower() in (b"\\sent", b"\\drafts", b"\\archive", b"\\all", b"\\flagged") for f in flags)
+    delim = next((d for _f, d, n in listed if n == name), None)
+    sep = delim.decode() if isinstance(delim, bytes) else delim
+    last = name.rsplit(sep, 1)[-1] if sep else name
+    return special or last.lower() not in by_name
 
 
 def mirror_state(config: config_mod.Config, account: str = "test") -> collections.Counter[Entry]:

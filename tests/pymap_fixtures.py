@@ -29,7 +29,7 @@ import pytest
 from imapclient import IMAPClient
 
 from oaken import envelope
-from tests.dovecot_fixtures import Dovecot, Entry, Mailbox
+from tests.dovecot_fixtures import Dovecot, Entry, Mailbox, synced_by_default
 
 from pymap_server import Pymap  # noqa: E402  (scripts/ is on sys.path via tests.dovecot_fixtures)
 
@@ -85,10 +85,11 @@ class ServerBox(Mailbox):
         out: collections.Counter[Entry] = collections.Counter()
         with self.client() as c:
             subscribed = {n for _f, _d, n in c.list_sub_folders()} | {"INBOX"}
-            for flags, _d, name in c.list_folders():
+            listed = c.list_folders()
+            for flags, _d, name in listed:
                 if folders is not None and name not in folders:
                     continue
-                if name not in subscribed or any(f in (b"\\Junk", b"\\Trash") for f in flags):
+                if name not in subscribed or not synced_by_default(flags, name, listed):
                     continue
                 if any(f.lower() in (b"\\noselect", b"\\nonexistent") for f in flags):
                     continue

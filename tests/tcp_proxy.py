@@ -108,5 +108,11 @@ class TcpProxy:
 
     def close(self) -> None:
         self._closed = True
+        # wake the thread blocked in accept(): a closed listener alone leaves it waiting, and it
+        # took the next test's connection on the reused port and dropped it
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.listener.close()
         self.reset()

@@ -288,3 +288,33 @@ def test_stopped_between_batches_the_open_connection_serves_the_next_pass(imap_b
     finally:
         syncer.close()
     assert_mirrored(imap_box, cfg)
+
+
+def test_junk_and_trash_by_their_usual_names_on_a_server_without_special_use(oaken_home: Path, real_mail):
+    """A server that flags no folder \\Junk or \\Trash (no RFC 6154): its Junk, Spam, Trash and
+    Deleted Items are still not searched by default; named exactly in `folders` they are. Where
+    the server does flag its junk folder, another folder called Spam is the user's own: synced."""
+    import os
+
+    from scripts.dovecot import Dovecot
+    from tests.dovecot_fixtures import _mailbox
+
+    server = Dovecot(special_use=False, owner_pid=os.getpid()).start()
+    try:
+        box = _mailbox(server, oaken_home)
+        for i, folder in enumerate(["INBOX", "Work", "Junk", "Deleted Items", "Lists/Spam", "Trash"]):
+            box.fill(folder, real_mail[2 * i : 2 * i + 2])
+        report = sync(box.config())
+        assert {f.folder for f in report.folders} == {"INBOX", "Work"}
+        report = sync(box.config(folders=["*", "Junk"]))
+        assert {f.folder for f in report.folders} == {"INBOX", "Work", "Junk"}
+    finally:
+        server.stop(remove=True)
+
+
+def test_a_folder_named_spam_is_synced_where_the_server_flags_its_junk_folder(imap_box: Mailbox, real_mail):
+    imap_box.fill("INBOX", real_mail[:2])
+    imap_box.fill("Junk", real_mail[2:4])  # flagged \Junk by this server
+    imap_box.fill("Spam", real_mail[4:6])  # a folder of the user's own
+    report = sync(imap_box.config())
+    assert {f.folder for f in report.folders} == {"INBOX", "Spam"}

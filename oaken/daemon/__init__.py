@@ -34,6 +34,7 @@ from oaken.daemon.search_socket import start_search_server
 from oaken.daemon.sync_loop import PENDING_CHECK_SECONDS, SyncLoop  # noqa: F401 - re-exported
 from oaken.daemon.watchers import IDLE_RENEW_SECONDS, IdleWatchers, Wakeups  # noqa: F401 - re-exported
 from oaken.errors import AlreadyRunning
+from oaken.search import background
 from oaken.sync.runner import AccountSync, account_config
 
 LOCK_NAME = "daemon.lock"
@@ -94,6 +95,9 @@ class Daemon:
     def run(self) -> int:
         data_dir = config_mod.ensure_data_dir(self.config)
         lock = DaemonLock(data_dir).acquire()
+        # a background search server that a search started (oaken.search.background) hands over:
+        # stopped, and no search starts another while the daemon runs
+        search_lock = background.take_over(data_dir, self.log)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         syncer = AccountSync(self.config, self.account)
@@ -102,8 +106,11 @@ class Daemon:
             self.indexer.request()  # whatever a previous run stored but did not index
         loop = SyncLoop(self.config, syncer, self.stop, self.wakeups, self.watchers, self.indexer, self.log)
         try:
+            # searches are answered from the start, also while the IMAP server is out of reach
+            logged_in = threading.Event()  # the model loads after the first login, not beside it
+            start_search_server(self.config, self.stop, warm_after=logged_in)
             loop.first_connect()  # a refused login or an untrusted certificate stops here, once
-            start_search_server(self.config, self.stop)
+            logged_in.set()
             if syncer.conn is not None:
                 self.watchers.watch(syncer.conn)  # IDLE threads, or polling on a server without IDLE
             self.log.info(
@@ -114,6 +121,7 @@ class Daemon:
             )
             loop.run()
         finally:
+            self.stop.set()  # the search socket too, when first_connect raised
             syncer.close()
             if self._signal:
                 self.log.info("stopping on a signal; the running batch was committed", signal=self._signal)
@@ -124,6 +132,7 @@ class Daemon:
             if self.indexer is not None:
                 self.indexer.stop()
             self.watchers.close()
+            background.release(search_lock)
             lock.release()
         self.log.info("daemon stopped")
         return 0

@@ -10,9 +10,13 @@ from oaken import log
 from oaken.config import Config
 
 
-def start_search_server(config: Config, stop_event: threading.Event) -> Any:
+def start_search_server(
+    config: Config, stop_event: threading.Event, *, warm_after: threading.Event | None = None
+) -> Any:
     """Answer `oaken search` on the data directory's socket until `stop_event` is set, with the
     embedder loaded in the background (a search before that waits for it, outside its timeout).
+    `warm_after`: the load waits for this event (the daemon sets it once its first login is
+    done): loading the model beside the first sync starved it of the CPU on two cores.
     A socket that cannot be opened is logged: sync goes on, searches run in their own process."""
     from oaken.search.server import SearchServer
 
@@ -25,6 +29,10 @@ def start_search_server(config: Config, stop_event: threading.Event) -> Any:
         return None
 
     def warm() -> None:
+        if warm_after is not None:
+            while not warm_after.wait(0.5):
+                if stop_event.is_set():
+                    return
         if config.embedder.model != "none":  # loaded even before vectors exist: the first search is warm
             from oaken.search import vector_side
 

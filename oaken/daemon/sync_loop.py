@@ -76,9 +76,9 @@ class SyncLoop:
             if only is None or only:
                 try:
                     if syncer.conn is None:  # lost: log in again, and look at the capabilities again
-                        syncer.connect()
+                        conn = syncer.connect()
                         backoff.connected()
-                        self.watchers.watch(syncer.conn)
+                        self.watchers.watch(conn)
                     report = syncer.run(only=only, on_batch=self._on_batch, stop=self.stop)
                 except ConnectionLost as e:
                     delay = backoff.next()  # from 1 s again only if the lost session had lasted

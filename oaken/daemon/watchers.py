@@ -5,6 +5,7 @@ loop instead, with one warning."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from imapclient import IMAPClient
@@ -12,9 +13,11 @@ from imapclient import IMAPClient
 from oaken.config import AccountConfig, Config
 from oaken.daemon.backoff import Backoff
 from oaken.errors import SyncError
-from oaken.sync.imap import TRANSIENT, Connection, ConnectionLost, connect, idle_wait
+from oaken.sync.idle import idle_wait
+from oaken.sync.imap import TRANSIENT, Connection, ConnectionLost, connect
 
 IDLE_RENEW_SECONDS = 60.0
+CLOSE_WAIT_SECONDS = 5.0  # how long close() waits for the IDLE threads to end
 
 
 class Wakeups:
@@ -52,6 +55,8 @@ class IdleWatchers:
         self._idling: set[str] = set()
         self._polled: set[str] = set()
         self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
         self._warned_no_idle = False
 
     def watch(self, conn: Connection) -> None:
@@ -70,7 +75,10 @@ class IdleWatchers:
         if again:
             self.log.info("the server offers IDLE again; watching with IDLE", folders=again)
         for folder in start:
-            threading.Thread(target=self._idle_loop, args=(folder,), name=f"idle-{folder}", daemon=True).start()
+            thread = threading.Thread(target=self._idle_loop, args=(folder,), name=f"idle-{folder}", daemon=True)
+            with self._lock:
+                self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+            thread.start()
 
     def polled(self) -> set[str]:
         """The IDLE folders the sync loop polls, the server offering no IDLE."""
@@ -78,9 +86,21 @@ class IdleWatchers:
             return set(self._polled)
 
     def close(self) -> None:
-        """Close every IDLE connection (the daemon is stopping)."""
-        for conn in list(self._conns):
-            self._drop(conn)
+        """Close every IDLE connection (the daemon is stopping) and wait for the IDLE threads to end,
+        so that none is cut off mid-call when the process exits (a thread killed by the interpreter's
+        exit printed a half traceback). The sockets are shut, not logged out: each is being read by
+        its IDLE thread, which would take the LOGOUT's answer and leave the LOGOUT waiting out the
+        account's timeout; the shut socket ends the wait at once. A connection still being opened
+        is shut by its own thread, which finds the watchers closed when it registers it."""
+        with self._lock:
+            self._closed = True
+            conns, self._conns = self._conns, []
+            threads = list(self._threads)
+        for conn in conns:
+            conn.abandon()
+        deadline = time.monotonic() + CLOSE_WAIT_SECONDS
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def _poll_instead(self, folders: list[str]) -> None:
         """The server has no IDLE: the main loop polls these folders every no_idle_poll_seconds over
@@ -109,10 +129,12 @@ class IdleWatchers:
                 fresh = conn is None
                 if conn is None:
                     conn = connect(self.account)
-                    self._conns.append(conn)
+                    if not self._register(conn):
+                        conn.close()  # the daemon stopped while this connection was being opened
+                        return
                     backoff.connected()
                     if "IDLE" not in conn.caps:  # the server dropped IDLE since this thread started
-                        conn = self._drop(conn)
+                        self._drop(conn)
                         with self._lock:
                             self._idling.discard(folder)
                         self._poll_instead([folder])
@@ -128,7 +150,8 @@ class IdleWatchers:
                 if not isinstance(e, ConnectionLost):
                     self.log.error("idle stopped", folder=folder, error=str(e))
                     return
-                conn = self._drop(conn)
+                self._drop(conn)
+                conn = None
                 self.stop.wait(backoff.next())
             except (IMAPClient.Error, *TRANSIENT) as e:
                 if self.stop.is_set():
@@ -137,12 +160,31 @@ class IdleWatchers:
                 self.log.warning(
                     "idle connection lost", folder=folder, error=f"{type(e).__name__}: {e}", retry_in=round(delay, 2)
                 )
-                conn = self._drop(conn)
+                self._drop(conn)
+                conn = None
                 self.stop.wait(delay)
+            except Exception as e:  # noqa: BLE001 - a thread must not die silently
+                if self.stop.is_set():
+                    return  # stopping: whatever the shut socket made the IDLE wait raise ends it
+                # a defect, not a link failure: the folder is polled from now on, so no mail waits
+                self.log.exception("idle failed; polling this folder instead", folder=folder, error=repr(e))
+                self._drop(conn)
+                with self._lock:
+                    self._idling.discard(folder)
+                self._poll_instead([folder])
+                return
+
+    def _register(self, conn: Connection) -> bool:
+        """Keep `conn` so that close() can shut it; False when the watchers were closed already."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._conns.append(conn)
+            return True
 
     def _drop(self, conn: Connection | None) -> None:
         if conn is not None:
             conn.close()
-            if conn in self._conns:
-                self._conns.remove(conn)
-        return None
+            with self._lock:
+                if conn in self._conns:
+                    self._conns.remove(conn)

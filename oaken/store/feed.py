@@ -12,6 +12,7 @@ from typing import Iterable
 
 import apsw
 
+from oaken.sqlite_rows import one_value
 from oaken.store.records import Change
 
 
@@ -22,13 +23,11 @@ class ChangeFeed:
     path: Path
 
     def seq(self) -> int:
-        return self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0]
+        return one_value(self.db, "SELECT value FROM meta WHERE key = 'seq'")
 
     def take_seqs(self, count: int) -> int:
         """Reserve `count` new change seqs in one statement; returns the first of them."""
-        top = self.db.execute(
-            "UPDATE meta SET value = value + ? WHERE key = 'seq' RETURNING value", (count,)
-        ).fetchone()[0]
+        top = one_value(self.db, "UPDATE meta SET value = value + ? WHERE key = 'seq' RETURNING value", (count,))
         return top - count + 1
 
     def bump(self, messages: Iterable[int]) -> None:
@@ -84,13 +83,14 @@ class ChangeFeed:
             "UNION ALL SELECT message, change_seq, 1, NULL FROM tombstones WHERE change_seq > ?1 "
             "ORDER BY 2 LIMIT ?2",
             (seq, limit),
-        ).fetchall()
+        )
         return [Change(m, s, bool(d), h) for m, s, d, h in rows]
 
     def count_changes_since(self, seq: int) -> int:
         """How many entries changes_since(seq) would list in all (a progress bar's total)."""
-        return self.db.execute(
+        return one_value(
+            self.db,
             "SELECT (SELECT count(*) FROM messages WHERE change_seq > ?1) + "
             "(SELECT count(*) FROM tombstones WHERE change_seq > ?1)",
             (seq,),
-        ).fetchone()[0]
+        )

@@ -50,7 +50,7 @@ class FlagQueue(Locations):
     def rejected_flag_changes(self) -> list[tuple[int, str, str, str]]:
         return [
             tuple(r)
-            for r in self.db.execute(  # type: ignore[misc]
+            for r in self.db.execute(
                 "SELECT message, op, flag, coalesce(error, '') FROM flag_queue WHERE state = 'rejected'"
             )
         ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from oaken.errors import NotFound
+from oaken.sqlite_rows import one_row, one_value
 from oaken.store.feed import ChangeFeed
 from oaken.store.records import Folder, json_list
 
@@ -16,7 +17,7 @@ class Folders(ChangeFeed):
         row = self.db.execute("SELECT id FROM accounts WHERE name = ?", (name,)).fetchone()
         if row:
             return row[0]
-        return self.db.execute("INSERT INTO accounts(name) VALUES (?) RETURNING id", (name,)).fetchone()[0]
+        return one_value(self.db, "INSERT INTO accounts(name) VALUES (?) RETURNING id", (name,))
 
     def account_id(self, name: str) -> int:
         row = self.db.execute("SELECT id FROM accounts WHERE name = ?", (name,)).fetchone()
@@ -52,7 +53,13 @@ class Folders(ChangeFeed):
             "mailbox_id = coalesce(mailbox_id, excluded.mailbox_id)",
             (account_id, name, delimiter, special_use, mailbox_id),
         )
-        return self.folder(account_id, name)  # type: ignore[return-value]
+        return Folder(
+            *one_row(
+                self.db,
+                f"SELECT {self._FOLDER_COLS} FROM folders WHERE account_id = ? AND name = ?",
+                (account_id, name),
+            )
+        )
 
     def folder(self, account_id: int, name: str) -> Folder | None:
         row = self.db.execute(
@@ -115,7 +122,7 @@ class Folders(ChangeFeed):
         picked = sorted({uids[round(i * (len(uids) - 1) / (n - 1))] if n > 1 else uids[-1] for i in range(n)})
         return [
             tuple(r)
-            for r in self.db.execute(  # type: ignore[misc]
+            for r in self.db.execute(
                 "SELECT l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
                 "WHERE l.folder_id = ? AND l.uidvalidity IS ? AND l.uid IN (SELECT value FROM json_each(?)) ORDER BY l.uid",
                 (folder_id, uidvalidity, json_list(picked)),

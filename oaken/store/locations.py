@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from oaken.sqlite_rows import one_value
 from oaken.store.feed import ChangeFeed
 from oaken.store.records import Location, flags_text, split_flags
 
@@ -26,8 +27,10 @@ class Locations(ChangeFeed):
 
     def locations(self, message: int) -> list[Location]:
         return [
-            Location(*r[:6], split_flags(r[6]), r[7])
-            for r in self.db.execute(self._LOC_SQL + " WHERE l.message = ? ORDER BY l.id", (message,))
+            Location(id_, m, folder_id, folder, uidvalidity, uid, split_flags(flags), modseq)
+            for id_, m, folder_id, folder, uidvalidity, uid, flags, modseq in self.db.execute(
+                self._LOC_SQL + " WHERE l.message = ? ORDER BY l.id", (message,)
+            )
         ]
 
     def folder_uids(self, folder_id: int, uidvalidity: int | None) -> dict[int, tuple[int, tuple[str, ...]]]:
@@ -94,7 +97,7 @@ class Locations(ChangeFeed):
         """Locations of a folder left at another UIDVALIDITY: (uidvalidity, uid, Message-ID, size)."""
         return [
             tuple(r)
-            for r in self.db.execute(  # type: ignore[misc]
+            for r in self.db.execute(
                 "SELECT l.uidvalidity, l.uid, m.message_id, m.size FROM locations l JOIN messages m ON m.id = l.message "
                 "WHERE l.folder_id = ? AND l.uid IS NOT NULL AND l.uidvalidity IS NOT ? ORDER BY l.uid",
                 (folder_id, keep_uidvalidity),
@@ -112,7 +115,7 @@ class Locations(ChangeFeed):
         return [tuple(r) for r in rows[::step][:limit]]  # type: ignore[misc]
 
     def location_count(self, folder_id: int) -> int:
-        return self.db.execute("SELECT count(*) FROM locations WHERE folder_id = ?", (folder_id,)).fetchone()[0]
+        return one_value(self.db, "SELECT locations FROM folders WHERE id = ?", (folder_id,))  # kept by triggers (m008)
 
     def local_sources(self, account_id: int) -> dict[str, int | None]:
         """Files an import already stored (path -> mtime), so a re-import need not read them again."""

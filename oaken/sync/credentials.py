@@ -2,22 +2,30 @@
 the one source the config names, and the TLS context. Kept apart from the connection so that a
 secret's origin is read in one place and every secret is registered with the log's redaction
 before anything could print it.
+
+Light on purpose (the log, subprocess and ssl imported where used): the cold no-change check
+(nochange.py) reads the password here too, and hands it over (`hand_over`) when it finds a change,
+so that the full pass in the same process does not run the password command a second time.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import ssl
-import subprocess
-from pathlib import Path
 
-from oaken import log
-from oaken.config import AccountConfig
 from oaken.errors import SyncError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cold path
+if TYPE_CHECKING:
+    import ssl
+    from typing import Any
 
-def account_section(account: AccountConfig) -> str:
+    from oaken.config import AccountConfig
+
+# a password read by the no-change check of this process, for the full pass after it: taken once
+_handed: dict[tuple[str, str], str] = {}
+
+
+def account_section(account: Any) -> str:
     """The config section an error names, e.g. `[accounts.work]`."""
     return f"[accounts.{account.name}]"
 
@@ -38,10 +46,12 @@ def _program(command: str) -> str:
     return "the command"
 
 
-def _run_secret_command(account: AccountConfig, key: str, command: str) -> str:
+def _run_secret_command(account: Any, key: str, command: str) -> str:
     """Run `command` and return the first line it prints. Its output is never quoted in an error:
     a secret command may print the secret on stderr too, and an error reaches the terminal and the
     log before the secret could be registered for masking."""
+    import subprocess
+
     where = account_section(account)
     try:
         out = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
@@ -64,6 +74,8 @@ def _run_secret_command(account: AccountConfig, key: str, command: str) -> str:
 
 def _exit_status(returncode: int) -> str:
     if returncode < 0:
+        import signal
+
         try:
             return f"was killed by signal {signal.Signals(-returncode).name}"
         except ValueError:
@@ -72,7 +84,27 @@ def _exit_status(returncode: int) -> str:
 
 
 def password(account: AccountConfig) -> str:
-    """The password from the one source the config names (like mbsync's PassCmd)."""
+    """The password from the one source the config names (like mbsync's PassCmd), registered
+    with the log's redaction."""
+    from oaken import log
+
+    value = _handed.pop(_source(account), None) or read_password(account)
+    log.register_secret(value)
+    return value
+
+
+def hand_over(account: Any, value: str) -> None:
+    """Keep a password read_password gave, for the next password() of the same account and source."""
+    _handed[_source(account)] = value
+
+
+def _source(account: Any) -> tuple[str, str]:
+    return account.name, account.password_command or account.password_env or account.password_file or "password"
+
+
+def read_password(account: Any) -> str:
+    """The password from the one source the config names, not yet registered with the log (the
+    caller logs nothing, or registers it: password())."""
     where = account_section(account)
     value: str | None = None
     if account.password_command:
@@ -82,6 +114,8 @@ def password(account: AccountConfig) -> str:
         if not value:
             raise SyncError(f"{where} password_env: the environment variable {account.password_env} is not set")
     elif account.password_file:
+        from pathlib import Path
+
         path = Path(account.password_file).expanduser()
         try:
             if path.stat().st_mode & 0o077:
@@ -98,20 +132,23 @@ def password(account: AccountConfig) -> str:
         value = account.password
     if not value:
         raise SyncError(f"{where}: no password source; set password_command, password_env or password_file")
-    log.register_secret(value)
     return value
 
 
 def oauth2_token(account: AccountConfig) -> str:
     if not account.oauth2_token_command:
         raise SyncError(f"{account_section(account)} oauth2_token_command: required when auth = {account.auth!r}")
+    from oaken import log
+
     token = _run_secret_command(account, "oauth2_token_command", account.oauth2_token_command)
     log.register_secret(token)
     return token
 
 
-def ssl_context(account: AccountConfig) -> ssl.SSLContext:
+def ssl_context(account: Any) -> ssl.SSLContext:
     """The system's trust store, or only `ca_file` when set (a private server); TLS 1.2 at least."""
+    import ssl
+
     ctx = ssl.create_default_context(cafile=account.ca_file) if account.ca_file else ssl.create_default_context()
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     return ctx

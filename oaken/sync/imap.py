@@ -1,31 +1,28 @@
-"""One IMAP connection: TLS, login, raw commands imapclient lacks (QRESYNC SELECT, LIST-STATUS,
-conditional STORE, pipelined FETCH), IDLE. Socket timeouts are always set, so a silent link ends in
-TimeoutError instead of hanging forever. Where the secrets and the TLS context come from is
-credentials.py; the syntax of what is sent and received is imap_syntax.py; a long answer is read
-off the socket by imap_answer.py.
+"""One logged-in IMAP session and the raw commands imapclient lacks (QRESYNC SELECT, LIST-STATUS,
+conditional STORE, pipelined FETCH). Socket timeouts are always set, so a silent link ends in
+TimeoutError instead of hanging forever.
 
-Errors are sorted into two kinds: `SyncError` (a bad password, an untrusted certificate: retrying
-will not help, so it is reported once) and `ConnectionLost` (the link or the server went away:
-what was stored stays stored, and the next attempt resumes).
+Its neighbours, each with one job: login.py opens and secures the session (credentials.py says
+where the secrets and the TLS context come from), idle.py waits with IDLE, imap_syntax.py is the
+syntax of what is sent and received, imap_answer.py reads a long answer off the socket,
+imap_results.py holds what the server answered, link_errors.py what a lost link raises. The names
+the rest of Oaken imports from here (connect, idle_wait, ConnectionLost, ...) stay importable here.
 """
 
 from __future__ import annotations
 
 import imaplib
-import re
-import ssl
-from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from imapclient import IMAPClient, imap_utf7
 
 from oaken import log
-from oaken.config import AccountConfig, _is_loopback
-from oaken.errors import SyncError
-from oaken.sync.credentials import account_section, oauth2_token, password, ssl_context
+from oaken.config import AccountConfig
+from oaken.sync.folder_rules import mailbox_id_item, status_items
+from oaken.sync.idle import idle_wait
 from oaken.sync.imap_answer import read_answer
+from oaken.sync.imap_results import Selected, ServerFolder, StoreResult
 from oaken.sync.imap_syntax import (
-    FolderStatus,
     as_text,
     fetch_items,
     flag_changes,
@@ -35,60 +32,8 @@ from oaken.sync.imap_syntax import (
     quote_mailbox,
     uid_set,
 )
-
-# What a dropped link, a killed server process, a silent network or a broken TLS record raises.
-TRANSIENT: tuple[type[BaseException], ...] = (IMAPClient.AbortError, OSError, TimeoutError, ssl.SSLError, EOFError)
-
-
-class ConnectionLost(SyncError):
-    """The connection failed mid-sync; everything committed is kept and a retry resumes."""
-
-
-@dataclass(frozen=True)
-class ServerFolder:
-    name: str
-    delimiter: str | None
-    flags: tuple[str, ...]
-    subscribed: bool
-    status: FolderStatus | None
-
-    @property
-    def special_use(self) -> str | None:
-        for f in self.flags:
-            if f.lower() in ("\\junk", "\\trash", "\\sent", "\\drafts", "\\archive", "\\all", "\\flagged"):
-                return f
-        return None
-
-    @property
-    def mailbox_id(self) -> str | None:
-        """The server's lasting id of this mailbox (MAILBOXID or Dovecot's X-GUID), if it gave one."""
-        return self.status.mailbox_id if self.status is not None else None
-
-    @property
-    def selectable(self) -> bool:
-        return not any(f.lower() in ("\\noselect", "\\nonexistent") for f in self.flags)
-
-
-@dataclass(frozen=True)
-class Selected:
-    """What SELECT told us; with QRESYNC also what changed since the state we gave it."""
-
-    name: str
-    uidvalidity: int
-    uidnext: int
-    exists: int
-    highestmodseq: int | None
-    vanished: frozenset[int]
-    changed: dict[int, tuple[tuple[str, ...], int | None]]  # uid -> (flags, modseq)
-
-
-@dataclass(frozen=True)
-class StoreResult:
-    ok: bool
-    modified: bool  # UNCHANGEDSINCE failed: the message changed on the server meanwhile
-    flags: tuple[str, ...] | None  # the flags the server reported after the STORE
-    modseq: int | None
-    error: str | None = None
+from oaken.sync.link_errors import TRANSIENT, ConnectionLost
+from oaken.sync.login import login
 
 
 class Connection:
@@ -176,11 +121,7 @@ class Connection:
         return self._list_folders(None)
 
     def _list_folders(self, id_item: bytes | None) -> list[ServerFolder]:
-        items = (
-            b"MESSAGES UIDNEXT UIDVALIDITY"
-            + (b" HIGHESTMODSEQ" if self.condstore else b"")
-            + (b" " + id_item if id_item else b"")
-        )
+        items = status_items(self.caps, id_item)
         if self.list_status and "LIST-EXTENDED" in self.caps:
             special = b" SPECIAL-USE" if "SPECIAL-USE" in self.caps else b""
             untagged = self._check(b'LIST "" "*" RETURN (SUBSCRIBED' + special + b" STATUS (" + items + b"))")
@@ -312,6 +253,14 @@ class Connection:
     def noop(self) -> None:
         self._check(b"NOOP")
 
+    def abandon(self) -> None:
+        """Close the socket without LOGOUT, for a session another thread is reading (an IDLE wait):
+        that reader would take the LOGOUT's answer, and the LOGOUT would wait out the timeout."""
+        try:
+            self.client.shutdown()
+        except Exception:  # noqa: BLE001 - already closed
+            pass
+
     def close(self) -> None:
         try:
             self.client.logout()
@@ -322,106 +271,20 @@ class Connection:
                 pass
 
 
-# Dovecot's greeting, unless its administrator changed login_greeting ("Dovecot ready.",
-# "Dovecot (Debian) ready."): Dovecot 2.3 offers no OBJECTID but answers STATUS X-GUID.
-_DOVECOT_GREETING = re.compile(rb"^\* OK (?:\[[^\]]*\] )?Dovecot\b")
-
-
-def mailbox_id_item(caps: set[str], greeting: bytes | None) -> bytes | None:
-    """The STATUS item that names a mailbox for good, kept through RENAME and never given to another
-    mailbox: MAILBOXID where the server offers OBJECTID (RFC 8474), X-GUID on a Dovecot (its
-    mailbox GUID; Dovecot 2.3 has no OBJECTID); None elsewhere, where folders are recognised by
-    their messages (oaken/sync/runner.py)."""
-    if "OBJECTID" in caps:
-        return b"MAILBOXID"
-    if greeting and _DOVECOT_GREETING.match(greeting):
-        return b"X-GUID"
-    return None
-
-
 def connect(account: AccountConfig, *, timeout: float | None = None) -> Connection:
-    """Open, secure and log in. A refused login or an untrusted certificate raises SyncError once;
-    a network failure raises ConnectionLost."""
-    where = account_section(account)
-    port = account.effective_port
-    if account.tls == "none" and not (account.allow_plaintext or _is_loopback(account.host)):
-        raise SyncError(
-            f'{where} tls: "none" to {account.host} would send the password in the clear; '
-            "use implicit or starttls, or set allow_plaintext = true"
-        )
-    secret = oauth2_token(account) if account.auth in ("xoauth2", "oauthbearer") else password(account)
-    t = timeout if timeout is not None else (account.timeout_seconds or 60.0)
-    try:
-        ctx = ssl_context(account)
-    except (OSError, ssl.SSLError) as e:
-        raise SyncError(f"{where} ca_file: cannot load {account.ca_file}: {e}") from None
-    client = None
-    try:
-        if account.tls == "implicit":
-            client = IMAPClient(account.host, port, ssl=True, ssl_context=ctx, timeout=t)
-        else:
-            client = IMAPClient(account.host, port, ssl=False, timeout=t)
-            if account.tls == "starttls":
-                if not client.has_capability("STARTTLS"):
-                    raise SyncError(
-                        f"{where} tls: {account.host}:{port} does not offer STARTTLS; "
-                        'use tls = "implicit" with its IMAPS port'
-                    )
-                client.starttls(ctx)
-        if account.auth == "xoauth2":
-            client.oauth2_login(account.username, secret)
-        elif account.auth == "oauthbearer":
-            client.oauthbearer_login(account.username, secret)
-        else:
-            client.login(account.username, secret)
-        return Connection(account, client)
-    except ssl.SSLCertVerificationError as e:
-        _drop(client)
-        raise SyncError(
-            f"{where} {account.host}:{port}: certificate not trusted ({e.verify_message}); "
-            "for a private server set ca_file to its certificate"
-        ) from None
-    except IMAPClient.AbortError as e:
-        _drop(client)
-        raise ConnectionLost(f"{where} {account.host}:{port}: connection lost while logging in: {e}") from None
-    except IMAPClient.Error as e:
-        _drop(client)
-        raise SyncError(
-            f"{where} {account.host}:{port}: login as {account.username!r} refused ({e}); "
-            f"check the {'token from oauth2_token_command' if account.auth != 'password' else 'password source'}"
-        ) from None
-    except TRANSIENT as e:
-        _drop(client)
-        raise ConnectionLost(f"{where} {account.host}:{port}: {type(e).__name__}: {e}") from None
+    """Open, secure and log in (oaken/sync/login.py). A refused login or an untrusted certificate
+    raises SyncError once; a network failure raises ConnectionLost."""
+    return login(account, Connection, timeout=timeout)
 
 
-def _drop(client: IMAPClient | None) -> None:
-    if client is not None:
-        try:
-            client.shutdown()
-        except Exception:  # noqa: BLE001
-            pass
-
-
-_IDLE_EVENT = re.compile(rb"EXISTS|EXPUNGE|FETCH|VANISHED")
-
-
-def idle_wait(conn: Connection, folder: str, timeout: float, on_started: Callable[[], None] | None = None) -> bool:
-    """IDLE on `folder` for up to `timeout` seconds; True when the server reported a change.
-    imapclient's idle_check returns [] early on a dead link; only idle_done raises, so it always
-    ends the IDLE and a dead connection surfaces as an exception here."""
-    if conn.selected != folder:
-        conn.client.select_folder(folder, readonly=True)
-        conn.selected = folder
-    conn.client.idle()
-    if on_started is not None:
-        on_started()  # from here on the server announces every change
-    try:
-        responses = conn.client.idle_check(timeout=timeout)
-    finally:
-        _text_, more = conn.client.idle_done()
-    changed = any(
-        _IDLE_EVENT.search(b" ".join(x if isinstance(x, bytes) else str(x).encode() for x in r))
-        for r in (*responses, *more)
-    )
-    return changed
+__all__ = [
+    "TRANSIENT",
+    "Connection",
+    "ConnectionLost",
+    "Selected",
+    "ServerFolder",
+    "StoreResult",
+    "connect",
+    "idle_wait",
+    "mailbox_id_item",
+]

@@ -5,8 +5,16 @@ regexes, logging and bookkeeping, which cost more than storing the message."""
 from __future__ import annotations
 
 import imaplib
+import re
 
 from imapclient import IMAPClient
+
+# imaplib's own patterns, so that an answer read here is split exactly as imaplib would split it;
+# module attributes that typeshed does not declare
+_UNTAGGED: re.Pattern[bytes] = imaplib.Untagged_response  # type: ignore[attr-defined]
+_UNTAGGED_STATUS: re.Pattern[bytes] = imaplib.Untagged_status  # type: ignore[attr-defined]
+_LITERAL: re.Pattern[bytes] = imaplib.Literal  # type: ignore[attr-defined, assignment]
+_RESPONSE_CODE: re.Pattern[bytes] = imaplib.Response_code  # type: ignore[attr-defined]
 
 
 def read_answer(imap: imaplib.IMAP4, tag: bytes, line: bytes) -> tuple[str, bytes, dict[str, list]]:
@@ -28,18 +36,18 @@ def read_answer(imap: imaplib.IMAP4, tag: bytes, line: bytes) -> tuple[str, byte
             if typ == b"BAD":
                 raise IMAPClient.Error(f"{line[:80]!r}: {typ.decode(errors='replace')} {text!r}")
             return typ.decode(errors="replace"), text, untagged
-        m = imaplib.Untagged_response.match(resp)
+        m = _UNTAGGED.match(resp)
         if m is not None:
             kind, dat = m.group("type"), m.group("data") or b""
         else:
-            m = imaplib.Untagged_status.match(resp)
+            m = _UNTAGGED_STATUS.match(resp)
             if m is None:
                 if resp.startswith(b"+"):
                     continue  # a continuation nobody asked for: imaplib ignores it too
                 raise abort(f"unexpected response: {resp[:80]!r}")
             kind, dat = m.group("type"), m.group("data") + (b" " + m.group("data2") if m.group("data2") else b"")
         entries = untagged.setdefault(kind.decode(), [])
-        while dat.endswith(b"}") and (lit := imaplib.Literal.match(dat)) is not None:
+        while dat.endswith(b"}") and (lit := _LITERAL.match(dat)) is not None:
             size = int(lit.group("size"))
             data = read(size)
             if len(data) < size:
@@ -52,5 +60,5 @@ def read_answer(imap: imaplib.IMAP4, tag: bytes, line: bytes) -> tuple[str, byte
         entries.append(dat)
         if kind == b"BYE":
             raise abort(dat.decode(errors="replace"))
-        if kind in (b"OK", b"NO", b"BAD") and (code := imaplib.Response_code.match(dat)) is not None:
+        if kind in (b"OK", b"NO", b"BAD") and (code := _RESPONSE_CODE.match(dat)) is not None:
             untagged.setdefault(code.group("type").decode(), []).append(code.group("data"))
