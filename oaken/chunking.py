@@ -24,9 +24,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from oaken.config import IndexConfig
-from oaken.mail import ParsedMessage
 
-CHUNKER_VERSION = 1
+TYPE_CHECKING = False  # typing.TYPE_CHECKING: a search reads CHUNKER_VERSION here without the email package
+if TYPE_CHECKING:
+    from oaken.mail import ParsedMessage
+
+CHUNKER_VERSION = 2  # 2: attachment chunks
 SAFETY = 1.8  # above the largest real/estimate ratio of a chunk seen on the corpora (1.71)
 SPECIAL_TOKENS = 2  # [CLS] and [SEP], which the model adds to every chunk
 MAX_CONTEXT_TOKENS = 32  # a subject longer than this is cut in the chunk's context
@@ -39,7 +42,9 @@ _NO_DIGITS = str.maketrans("", "", "0123456789")
 @dataclass(frozen=True)
 class Chunk:
     ord: int  # position in the message, body chunks first
-    kind: str  # "body" (the author's words; embedded) or "quoted" (quotes, signature; keyword only)
+    # "body" (the author's words; embedded), "quoted" (quotes, signature; keyword only) or
+    # "attachment" (the words inside an attachment, after "[its name] "; embedded)
+    kind: str
     text: str
     context: str  # the subject, carried as context
     tokens: int  # word pieces of context + text, real or estimated, specials included
@@ -267,6 +272,25 @@ def _split_rough(p: _Piece, target: int) -> list[_Piece]:
     return [_rough(" ".join(words[i : i + step])) for i in range(0, len(words), step)]
 
 
+def _attachment_chunks(
+    name: str, text: str, context: str, ctx_tokens: int, target: int, room: int, first: int
+) -> list[Chunk]:
+    """Chunks of one attachment's words, each starting with "[its name] " (a hit shows where its
+    words are, and the model reads it too): the name cut to MAX_CONTEXT_TOKENS word pieces."""
+    label = f"[{name}] "
+    label_tokens = count_tokens(label)
+    while label_tokens > MAX_CONTEXT_TOKENS and len(name) > 8:
+        name = name[: len(name) * 2 // 3]
+        label = f"[{name}…] "
+        label_tokens = count_tokens(label)
+    out: list[Chunk] = []
+    for part, n in chunk_text(text, target=target, limit=max(16, room - label_tokens)):
+        out.append(
+            Chunk(first + len(out), "attachment", label + part, context, ctx_tokens + SPECIAL_TOKENS + label_tokens + n)
+        )
+    return out
+
+
 def chunk(message: ParsedMessage, config: IndexConfig = IndexConfig(), *, subject: str | None = None) -> list[Chunk]:
     """A message's chunks: body chunks (at least one, so headers alone are findable), then quoted ones."""
     context = (message.subject if subject is None else subject).strip()
@@ -282,4 +306,9 @@ def chunk(message: ParsedMessage, config: IndexConfig = IndexConfig(), *, subjec
     rest = "\n\n".join(p for p in (message.signature, message.quoted) if p)
     for text, n in chunk_text(rest, target=2 * target, limit=10 * room, exact_ok=False) if rest else []:
         out.append(Chunk(len(out), "quoted", text, context, ctx_tokens + SPECIAL_TOKENS + n))
+    for att in message.attachment_texts:
+        try:  # one attachment's text that cannot be chunked loses its own chunks, not the message's
+            out.extend(_attachment_chunks(att.name, att.text, context, ctx_tokens, target, room, len(out)))
+        except (Exception, RecursionError):  # noqa: BLE001
+            continue
     return out

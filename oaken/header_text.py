@@ -178,15 +178,15 @@ def decode(value: object, charset: str | None = None) -> str:
         return clean(text)
     out = []
     for chunk, charset in parts:
-        if isinstance(chunk, bytes) and charset is None:
+        if not isinstance(chunk, bytes):
+            out.append(chunk)
+        elif charset is None:
             out.append(_unencoded(chunk))
-        elif isinstance(chunk, bytes):
+        else:
             try:
                 out.append(chunk.decode(charset, "replace"))
             except LookupError:
                 out.append(chunk.decode("utf-8", "replace"))
-        else:
-            out.append(chunk)
     return clean(" ".join(out))
 
 

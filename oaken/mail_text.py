@@ -51,6 +51,15 @@ _CONTROL_CHARS = tuple(chr(c) for c in (*range(0x00, 0x09), *range(0x0E, 0x20), 
 _CONTROL = re.compile("[" + "".join(_CONTROL_CHARS) + "]+")
 CUT = 2 * MAX_TEXT  # a longer text is tidied from its start (at least half of it is kept)
 HTML_CUT = 4 * MAX_TEXT  # a longer HTML part is read from its start until it gives MAX_TEXT
+# 7-bit charsets and the 8-bit encodings of the same repertoire that archives and gateways convert
+# their text to without changing the label (a ports-jp post of 2000 in tests/data/cjk says
+# iso-2022-jp and holds EUC-JP); tried strictly, in order, only when the label cannot be right
+_EIGHT_BIT = {
+    "iso-2022-jp": ("euc-jp", "shift_jis", "utf-8"),
+    "iso-2022-kr": ("euc-kr", "utf-8"),
+    "iso-2022-cn": ("gb18030", "utf-8"),
+    "hz-gb-2312": ("gb18030", "utf-8"),
+}
 ENCODED = ("quoted-printable", "base64", "x-uuencode", "uuencode", "uue", "x-uue")  # what get_payload decodes
 
 
@@ -140,7 +149,9 @@ def decode_part(part: Message, charset: str | None = None, data: memoryview | No
     if data is not None:
         payload: bytes | memoryview = data
     else:
-        text = part._payload  # read directly: get_payload() copies it whole to look for stray bytes
+        # read directly: get_payload() copies it whole to look for stray bytes (typeshed's Message
+        # declares no _payload, the attribute every Message has)
+        text = part._payload  # type: ignore[attr-defined]
         if (
             isinstance(text, str)
             and text.isascii()
@@ -162,6 +173,11 @@ def decode_part(part: Message, charset: str | None = None, data: memoryview | No
         known = False
     except UnicodeDecodeError:
         known = charset not in ("us-ascii", "ascii")  # 8-bit bytes labelled ASCII: guess below
+    for sibling in _EIGHT_BIT.get(charset, ()) if known else ():
+        try:  # a 7-bit charset holding 8-bit bytes: the text was converted on its way, not labelled
+            return str(payload, sibling), f"CharsetDecodeDefect: {charset!r} holds 8-bit bytes; read as {sibling}"
+        except UnicodeDecodeError:
+            continue
     if known:  # a few bad bytes in a real charset: keep the rest right
         return str(payload, charset, "replace"), f"CharsetDecodeDefect: bytes not {charset!r} replaced"
     try:

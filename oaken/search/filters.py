@@ -9,13 +9,15 @@ pass their candidates through `Constraints.admit`, so phrases and exclusions bin
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, tzinfo
 from typing import Any, Sequence
 
 from oaken.config import DISPOSITIONS
 from oaken.index.keyword import KeywordFilters, KeywordIndex
-from oaken.search.matching import exclusion_terms
-from oaken.search.query import ParsedQuery, day_start
+from oaken.search.dates import day_start
+from oaken.search.groups import RawChecks
+from oaken.search.matching import exclusion_terms, fts
+from oaken.search.query import ParsedQuery
 from oaken.store import Store
 
 DEFAULT_DISPOSITIONS = ("inbox", "archived")  # a search leaves out discarded unless in: names it
@@ -41,14 +43,18 @@ class Constraints:
     index: KeywordFilters  # pushed into index.db
     also: tuple[KeywordFilters, ...] = ()  # more groups every message must satisfy (field beside operator)
     exclude: tuple[KeywordFilters, ...] = ()  # a message matching any of these is dropped (-from:x)
-    excluded_terms: tuple[str, ...] = ()  # a message holding any of these anywhere is dropped
-    phrases: tuple[str, ...] = ()  # a message must hold every one
+    excluded_terms: tuple[str, ...] = ()  # FTS5 strings: a message holding any of these anywhere is dropped
+    phrases: tuple[str, ...] = ()  # FTS5 strings: a message must hold every one
     unread: bool | None = None
     starred: bool | None = None
     categories: tuple[str, ...] = ()
     min_priority: int | None = None
     dispositions: tuple[str, ...] = DEFAULT_DISPOSITIONS
     impossible: str | None = None  # why nothing can match (is:read with unread=True ...)
+    raw: RawChecks = RawChecks()  # labels as they are now, folders, sizes, headers, groups
+    # the messages changed since index.db was written, asked again without its copy of labels and
+    # disposition (as_of): a label set a second ago finds them; raw.db then judges them
+    side: KeywordFilters | None = None
 
     def admit(
         self,
@@ -68,18 +74,22 @@ class Constraints:
         if not ids or self.impossible:
             return []
         keep = set(ids)
-        groups = list(self.also) if index_filters_applied else [self.index, *self.also]
+        # raw.db judges labels and dispositions as they are now: index.db's copy is not asked here
+        unsure_free = replace(self.index, labels=(), dispositions=(), disposition_unsure=frozenset())
+        groups = list(self.also) if index_filters_applied else [unsure_free, *self.also]
         for group in groups:
             keep &= _matching(index, group, keep)
         for group in self.exclude:
             if keep:
                 keep -= _matching(index, group, keep)
         if keep and self.excluded_terms:
-            held = index.tokens_present(keep, self.excluded_terms)
+            held = index.expressions_present(keep, self.excluded_terms)
             keep -= set(held)
         if keep and self.phrases and not phrases_checked:
-            held = index.tokens_present(keep, self.phrases)
+            held = index.expressions_present(keep, self.phrases)
             keep = {m for m in keep if len(held.get(m, ())) == len(set(self.phrases))}
+        if keep and self.raw:
+            keep = self.raw.apply(keep, index, store, _matching)
         if keep:
             keep = store.filter_messages(
                 keep,
@@ -102,6 +112,7 @@ class Constraints:
             or self.starred is not None
             or self.categories
             or self.min_priority is not None
+            or bool(self.raw)
         )
 
 
@@ -112,17 +123,27 @@ UNSURE_MAX = 1000
 
 def as_of(cons: Constraints, store: Store, seq: int) -> Constraints:
     """`cons` for an index that has followed raw.db's change feed up to `seq`: its copy of a
-    message's disposition is kept as a narrowing prefilter, except for the messages changed since
-    (a triage a moment ago), which it lets through for raw.db to judge. So a stale copy never
-    hides a message, and `admit` (raw.db) never lets one through that it should not."""
+    message's disposition and labels is kept as a narrowing prefilter, except for the messages
+    changed since (a triage or a label a moment ago): the disposition filter lets them through,
+    and `side` asks for them again without the labels. So a stale copy never hides a message, and
+    `admit` (raw.db) never lets one through that it should not."""
     wanted = cons.index.dispositions
-    if not wanted or set(DISPOSITIONS) <= set(wanted):
+    narrows = bool(wanted) and not set(DISPOSITIONS) <= set(wanted)
+    if not narrows and not cons.index.labels:
         return cons
     changes = store.changes_since(seq, UNSURE_MAX + 1)
     if len(changes) > UNSURE_MAX:
-        return replace(cons, index=replace(cons.index, dispositions=()))
+        return replace(cons, index=replace(cons.index, dispositions=(), labels=()))
     unsure = frozenset(c.message for c in changes if not c.deleted)
-    return replace(cons, index=replace(cons.index, disposition_unsure=unsure)) if unsure else cons
+    if not unsure:
+        return cons
+    index = replace(cons.index, disposition_unsure=unsure) if narrows else cons.index
+    side = None
+    if cons.index.labels:
+        ids = unsure if index.include_ids is None else unsure & index.include_ids
+        if ids:
+            side = replace(index, labels=(), dispositions=(), disposition_unsure=frozenset(), include_ids=ids)
+    return replace(cons, index=index, side=side)
 
 
 def _matching(index: KeywordIndex, group: KeywordFilters, ids: set[int]) -> set[int]:
@@ -149,20 +170,21 @@ def _strings(value: Any, name: str, warnings: list[str]) -> tuple[str, ...]:
     return out
 
 
-def date_field(value: Any, name: str, warnings: list[str]) -> int | None:
-    """A date field: 'YYYY-MM-DD', a date (its day, UTC), a datetime (naive is UTC) or Unix seconds."""
+def date_field(value: Any, name: str, warnings: list[str], tz: tzinfo = UTC) -> int | None:
+    """A date field: 'YYYY-MM-DD' or a date (its day in `tz`, the [search] time_zone), a datetime
+    (naive: in `tz`) or Unix seconds."""
     if value is None:
         return None
     if isinstance(value, bool):
         pass
     elif isinstance(value, datetime):
-        return int((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp())
+        return int((value if value.tzinfo else value.replace(tzinfo=tz)).timestamp())
     elif isinstance(value, date):
-        return int(datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp())
+        return int(datetime(value.year, value.month, value.day, tzinfo=tz).timestamp())
     elif isinstance(value, (int, float)) and value == value and abs(value) < 1e13:
         return int(value)
     elif isinstance(value, str):
-        day = day_start(value.strip())
+        day = day_start(value.strip(), tz)
         if day is not None:
             return day
     warnings.append(
@@ -179,17 +201,21 @@ def _both(query_values: tuple[str, ...], field_values: tuple[str, ...]) -> tuple
 
 
 def constraints(
-    q: ParsedQuery, fields: Fields, *, account: str | None, categories: Sequence[str]
+    q: ParsedQuery, fields: Fields, *, account: str | None, categories: Sequence[str], store: Store | None = None
 ) -> tuple[Constraints, list[str]]:
-    """Combine the parsed query with the API fields. Unreadable field values become warnings."""
+    """Combine the parsed query with the API fields. Unreadable field values become warnings.
+    `store`: raw.db, where id: and thread: find their messages."""
     warnings: list[str] = []
     impossible = q.contradiction
+    include, missing = _named_messages(q, account, store)
+    if missing:
+        impossible = impossible or missing
 
     senders, also_senders = _both(q.senders, _strings(fields.sender, "sender", warnings))
     labels = tuple(dict.fromkeys((*q.labels, *_strings(fields.labels, "labels", warnings))))
 
-    afters = [v for v in (q.after, date_field(fields.after, "after", warnings)) if v is not None]
-    befores = [v for v in (q.before, date_field(fields.before, "before", warnings)) if v is not None]
+    afters = [v for v in (q.after, date_field(fields.after, "after", warnings, q.tz)) if v is not None]
+    befores = [v for v in (q.before, date_field(fields.before, "before", warnings, q.tz)) if v is not None]
 
     thread = fields.thread
     if thread is not None and (isinstance(thread, bool) or not isinstance(thread, int) or not 0 <= thread < 2**63):
@@ -199,7 +225,7 @@ def constraints(
     dispositions: tuple[str, ...] | None = q.dispositions
     wanted = _strings(fields.disposition, "disposition", warnings)
     if wanted:
-        given = []
+        given: list[str] = []
         for d in wanted:
             low = d.strip().lower()
             if low == "anywhere":
@@ -214,6 +240,8 @@ def constraints(
             dispositions = tuple(d for d in dict.fromkeys(given) if dispositions is None or d in dispositions)
             if not dispositions:
                 impossible = impossible or "disposition and in: name different dispositions: nothing matches"
+    if dispositions is None and q.any_disposition:
+        dispositions = DISPOSITIONS  # a group names a disposition: the group decides
     final_dispositions = dispositions if dispositions is not None else DEFAULT_DISPOSITIONS
 
     unread = q.unread
@@ -263,6 +291,7 @@ def constraints(
         dispositions=final_dispositions,
         has_attachment=q.has_attachment,
         filename_terms=q.filenames,
+        include_ids=include,
     )
     also = (KeywordFilters(account=account, senders=also_senders),) if also_senders else ()
     exclude = tuple(
@@ -273,23 +302,56 @@ def constraints(
         also=also,
         exclude=exclude,
         excluded_terms=exclusion_terms(q),
-        phrases=q.phrases,
+        phrases=tuple(fts(c[0]) for c in q.clauses if len(c) == 1 and c[0].phrase),
         unread=unread,
         starred=q.starred,
         categories=cats,
         min_priority=min_priority,
         dispositions=final_dispositions,
         impossible=impossible,
+        raw=RawChecks(
+            account=account,
+            labels=labels,
+            excluded_labels=q.excluded_labels,
+            folders=q.folders,
+            larger=q.larger,
+            smaller=q.smaller,
+            headers=q.headers,
+            groups=q.groups,
+        ),
     ), warnings
 
 
+def _named_messages(
+    q: ParsedQuery, account: str | None, store: Store | None
+) -> tuple[frozenset[int] | None, str | None]:
+    """(the messages id: and thread: name, or None when they name none; why nothing can match)."""
+    if not (q.message_ids or q.threads) or account is None or store is None:
+        return None, None
+    found: set[int] | None = None
+    if q.message_ids:
+        found = store.by_message_id(account, q.message_ids)
+        if not found:
+            return frozenset(), f"id:{q.message_ids[0]}: no message of account {account} has this Message-ID"
+    if q.threads:
+        members = store.thread_members(account, q.threads)
+        if not members:
+            return frozenset(), f"thread:{q.threads[0]}: no thread of account {account} holds this message or number"
+        found = members if found is None else found & members
+    return frozenset(found or ()), None if found else "id: and thread: name no message in common: nothing matches"
+
+
 def _negated(name: str, value: str, account: str | None) -> KeywordFilters:
-    key = {
-        "from": "senders",
-        "to": "to",
-        "cc": "cc",
-        "subject": "subject_terms",
-        "filename": "filename_terms",
-        "label": "labels",
-    }[name]
-    return KeywordFilters(account=account, **{key: (value,)})
+    one = (value,)
+    match name:
+        case "from":
+            return KeywordFilters(account=account, senders=one)
+        case "to":
+            return KeywordFilters(account=account, to=one)
+        case "cc":
+            return KeywordFilters(account=account, cc=one)
+        case "subject":
+            return KeywordFilters(account=account, subject_terms=one)
+        case "filename":
+            return KeywordFilters(account=account, filename_terms=one)
+    raise KeyError(name)  # the query parser negates no other operator

@@ -28,7 +28,7 @@ class MatchPlan:
     question: bool
     warnings: tuple[str, ...] = ()
     # A lookup's clauses ORed, same phrase numbers: finds a message whose words sit in different
-    # chunks; `alternatives` (the texts of each clause) then check that it holds every clause.
+    # chunks; `alternatives` (each clause's terms as FTS5 strings) then check it holds every clause.
     spread: str = ""
     alternatives: tuple[tuple[str, ...], ...] = ()
     # the graded clauses that are identifiers (a token with a digit) or phrases: meaning cannot
@@ -44,8 +44,13 @@ class MatchPlan:
         return frozenset(out)
 
 
+def fts(term: Term) -> str:
+    """A term as FTS5 reads it: quoted (nothing inside is syntax), `*` after it for a prefix."""
+    return quote(term.text) + ("*" if term.prefix else "")
+
+
 def _clause_text(clause: tuple[Term, ...]) -> str:
-    return " OR ".join(f'"{t.text}"' if t.phrase else t.text for t in clause)
+    return " OR ".join(f'"{t.text}"' if t.phrase else t.text + ("*" if t.prefix else "") for t in clause)
 
 
 class _Writer:
@@ -56,7 +61,7 @@ class _Writer:
 
     def clause(self, clause: tuple[Term, ...], owner: int) -> str:
         self.owner.extend([owner] * len(clause))
-        parts = [quote(t.text) for t in clause]
+        parts = [fts(t) for t in clause]
         return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
 
 
@@ -84,7 +89,7 @@ def plan(q: ParsedQuery, min_match: float) -> MatchPlan | None:
             False,
             tuple(warnings),
             spread=" OR ".join(parts) if len(parts) > 1 else "",
-            alternatives=tuple(tuple(t.text for t in c) for c in clauses),
+            alternatives=tuple(tuple(fts(t) for t in c) for c in clauses),
         )
     required_phrases = [c for c in clauses if len(c) == 1 and c[0].phrase]
     content = [c for c in q.content_clauses() if c in clauses and c not in required_phrases]
@@ -104,8 +109,8 @@ def plan(q: ParsedQuery, min_match: float) -> MatchPlan | None:
 
 
 def exclusion_terms(q: ParsedQuery) -> tuple[str, ...]:
-    """The texts a message must not hold anywhere (-word, -"phrase")."""
-    return tuple(dict.fromkeys(t.text for t in q.excluded))
+    """What a message must not hold anywhere (-word, -"phrase", -deploy*), as FTS5 strings."""
+    return tuple(dict.fromkeys(fts(t) for t in q.excluded))
 
 
-__all__ = ["MatchPlan", "plan", "quote", "exclusion_terms", "MAX_CLAUSES"]
+__all__ = ["MatchPlan", "plan", "quote", "fts", "exclusion_terms", "MAX_CLAUSES"]
