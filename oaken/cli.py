@@ -29,9 +29,9 @@ class _Formatter(argparse.HelpFormatter):
     def __init__(
         self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
     ) -> None:
-        from oaken.search.render import terminal_columns
+        from oaken.terminal import columns
 
-        super().__init__(prog, indent_increment, max_help_position, width or terminal_columns() - 2)
+        super().__init__(prog, indent_increment, max_help_position, width or columns() - 2)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -152,6 +152,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         )
         s.add_argument("--explain", action="store_true")
         s.add_argument("--no-daemon", action="store_true", help="search in this process even if a daemon runs")
+
+    if only in (None, "mcp"):
+        s = sub.add_parser(
+            "mcp",
+            help="serve search to AI agents: an MCP server on stdin/stdout (docs/mcp.md)",
+            description="An MCP server over stdio for an agent's client to start: tools search, show, thread, "
+            "status (and triage with [mcp] allow_triage = true). Read-only; never marks mail read unless asked.",
+        )
+        s.add_argument("--no-daemon", action="store_true", help="search in this process even if a daemon runs")
     return p
 
 
@@ -168,7 +177,7 @@ def _command(argv: list[str]) -> str | None:
     return None
 
 
-COMMANDS = ("init", "import", "status", "triage", "show", "sync", "reindex", "search")
+COMMANDS = ("init", "import", "status", "triage", "show", "sync", "reindex", "search", "mcp")
 
 
 def _handler(command: str) -> Callable[[argparse.Namespace], int]:

@@ -1,4 +1,4 @@
-"""The commands other than `oaken search`: init, import, status, triage, show, sync and reindex.
+"""The commands other than `oaken search`: init, import, status, triage, show, sync, reindex and mcp.
 Each parses nothing (oaken.cli did), calls the library and prints what it returned."""
 
 from __future__ import annotations
@@ -169,9 +169,26 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"flag changes for the server: {fc['pending']} pending, {fc['rejected']} refused by the server")
     index = data.get("index", {})
     # a damaged, locked or stale index.db: one line naming the file and the fix, not SQLite's report
-    print("keyword index: " + (f"{index['state']}: {index['problem']}" if index.get("problem") else _fields(index)))
+    shown = {k: v for k, v in index.items() if k != "attachments_unread_list"}
+    print("keyword index: " + (f"{index['state']}: {index['problem']}" if index.get("problem") else _fields(shown)))
+    for a in index.get("attachments_unread_list", [])[:10]:
+        for why in a["why"].splitlines():
+            print(f"attachment not searchable in {a['id']} ({a['subject'][:40]!r}): {why[:120]}")
     print("vectors: " + _fields(data.get("vectors", {})))
+    print("search server: " + _search_server(data.get("search_server", {})))
     return 0
+
+
+def _search_server(server: dict[str, Any]) -> str:
+    """Who answers `oaken search` warm: the daemon, a background server (and when it exits), or no one."""
+    if not server.get("running"):
+        return "none running"
+    if server.get("role") == "daemon":
+        return f"the daemon, pid {server['pid']}"
+    return (
+        f"background, pid {server['pid']}, {server.get('state')}, exits after "
+        f"{server.get('idle_exit_minutes')} idle minutes (log {server.get('log')})"
+    )
 
 
 def _fields(values: dict[str, Any]) -> str:
@@ -205,7 +222,8 @@ def _none(value: object) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    msg = _mailbox(args).show(args.id, peek=args.peek)
+    box = _mailbox(args)
+    msg = box.show(args.id, peek=args.peek)
     if args.raw:
         sys.stdout.buffer.write(msg.raw)
         sys.stdout.buffer.flush()
@@ -214,7 +232,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         data.pop("raw")
         print(to_json(data))
     else:
+        from datetime import datetime
+
+        from oaken.search.dates import zone
+
+        tz = zone(box.config.search.time_zone)  # as a mail client shows it: in the reader's zone
         for name, value in msg.headers:
+            if name.lower() == "date" and msg.date:
+                value = datetime.fromtimestamp(msg.date, tz=tz).strftime("%a, %d %b %Y %H:%M:%S %z")
             print(f"{name}: {value}")
         print(f"Folders: {', '.join(msg.folders)}")
         print()
@@ -243,6 +268,12 @@ def cmd_sync(args: argparse.Namespace) -> int:
         )
     finally:
         bar.close()
+    from oaken import config as config_mod
+    from oaken.sync import light_config
+
+    # the config was read and accepted whole, and the data directory exists: the next no-change
+    # check (oaken.sync.nochange) may answer for this file while it stays as it is
+    light_config.remember_checked(args.config or str(config_mod.config_path()), str(box.data_dir))
     report = result.stored
     changed = [f for f in report.folders if not f.skipped]
     print(
@@ -323,3 +354,17 @@ def cmd_reindex(args: argparse.Namespace) -> int:
             f"({vec.get('model')}, {vec.get('seconds', 0):.1f} s)"
         )
     return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from oaken.errors import OakenError
+
+    if importlib.util.find_spec("mcp") is None:
+        raise OakenError("`oaken mcp` needs the MCP SDK: pip install 'oaken[mcp]'")
+    box = _mailbox(args)
+    box.daemon = not args.no_daemon
+    from oaken import mcp_server
+
+    return mcp_server.serve(box)

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 PROGRESS_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
+# the JSON forms of `oaken search` (docs/cli.md): raised when a field changes meaning or goes away
+FORMAT_VERSION = 1
 
 
 def to_json(obj: Any) -> str:
@@ -44,6 +46,49 @@ def plain(response: Any) -> dict[str, Any]:
     import json
 
     return json.loads(to_json(response))
+
+
+def print_search(data: dict[str, Any], *, fmt: str, color: str) -> int:
+    """Print a search response (its JSON dict) as `oaken search` does, its warnings on stderr, and
+    return the exit code. The full command (oaken.cli_search) prints through here; the fast path
+    (oaken.quick_search) prints what the daemon made with render_search for the same settings."""
+    from oaken.terminal import table_settings
+
+    on, width = table_settings(color)
+    out, err, code = render_search(data, fmt=fmt, color=on, width=width)
+    sys.stderr.write(err)
+    sys.stdout.write(out)
+    return code
+
+
+def render_search(data: dict[str, Any], *, fmt: str, color: bool, width: int) -> tuple[str, str, int]:
+    """(stdout, stderr, exit code) of `oaken search` for a response (its JSON dict), in `fmt`, its
+    table `width` columns wide: one function for the command's own printing and the daemon's
+    rendering for the fast path, so that the two are the same bytes."""
+    from oaken.search.client import View
+
+    response = View(data)
+    err = [f"oaken: warning: {warning}\n" for warning in response.warnings]
+    if response.degraded:
+        err.append(f"oaken: {response.mode} results only ({response.degraded_reason})\n")
+    if fmt == "json":
+        out = to_json({"format_version": FORMAT_VERSION, **plain(response)}) + "\n"
+    elif fmt == "jsonl":  # one hit a line, for jq and line-by-line readers
+        import json
+
+        out = "".join(
+            json.dumps({"format_version": FORMAT_VERSION, **hit}, ensure_ascii=False) + "\n"
+            for hit in plain(response)["hits"]
+        )
+    elif fmt == "ids":
+        out = "".join(f"{hit.id}\n" for hit in response.hits)
+    else:
+        from oaken.search import render
+
+        out = render.table(response, color=color, width=width) + "\n"
+    # the search could not choose an account (an unknown one, several and none named, no mail):
+    # the warning above names those there are; a script must not take it for "nothing found"
+    return out, "".join(err), 0 if getattr(response, "account", None) else 1
 
 
 def progress_bar(total: int | None, desc: str, unit: str = "msg") -> tuple[Callable[[int], None], Callable[[], None]]:

@@ -38,12 +38,13 @@ def is_full(exc: BaseException, path: Path | None = None) -> bool:
     try:
         import apsw
     except ImportError:  # pragma: no cover - apsw is a core dependency
-        apsw = None
-    if apsw is not None and isinstance(exc, apsw.FullError):
-        return True
-    if apsw is not None and isinstance(exc, apsw.IOError):
-        free = free_bytes(path) if path is not None else None
-        return free is not None and free < LOW_SPACE
+        pass
+    else:
+        if isinstance(exc, apsw.FullError):
+            return True
+        if isinstance(exc, apsw.IOError):
+            free = free_bytes(path) if path is not None else None
+            return free is not None and free < LOW_SPACE
     text = str(exc).lower()
     return any(t in text for t in _ENOSPC_TEXT)
 

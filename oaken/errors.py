@@ -38,6 +38,11 @@ class AlreadyRunning(OakenError):
 class IndexUnavailable(OakenError):
     """index.db is missing, corrupt or locked; `oaken reindex --rebuild` repairs it."""
 
+    # set by oaken.index.keyword.schema.unavailable (others raise it without: read them with getattr)
+    code: str
+    state: str  # missing, corrupt, locked, stale or full
+    detail: str  # what was found (SQLite's error, the schema version)
+
 
 class QueryError(OakenError):
     """A search request that cannot be run at all (not a bad operator: those are warnings)."""

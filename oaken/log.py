@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+from types import ModuleType
 from typing import Any
 
 from oaken.config import LogConfig
 
 
-def _import_structlog():  # type: ignore[no-untyped-def]
+def _import_structlog() -> ModuleType:
     """structlog.dev imports rich when it is installed (it is, for sentence-transformers' tools),
     which costs a cold `oaken sync` or `oaken search` ~30 ms for tracebacks we render plainly.
     Hide rich while structlog loads; anything importing rich later still gets it."""
@@ -18,6 +20,8 @@ def _import_structlog():  # type: ignore[no-untyped-def]
         return sys.modules["structlog"]
     hidden = "rich" not in sys.modules
     if hidden:
+        # None in sys.modules makes `import rich` fail (the import system's documented way to block a
+        # module); typeshed types the values as ModuleType only
         sys.modules["rich"] = None  # type: ignore[assignment]
     try:
         import structlog
@@ -27,7 +31,66 @@ def _import_structlog():  # type: ignore[no-untyped-def]
     return structlog
 
 
-structlog = _import_structlog()
+_LEVELS = {"debug": 10, "info": 20, "warning": 30, "warn": 30, "error": 40, "exception": 40, "critical": 50}
+_settings: tuple[Any, Any] | None = None  # (config, stream) of the last configure(), applied on first use
+_level = 20  # nothing below it is ever written
+_LOCK = threading.RLock()
+_applied = False  # whether structlog was configured by us (another library may import it first)
+
+
+def __getattr__(name: str) -> Any:  # `log.structlog`, imported on first use
+    if name == "structlog":
+        return _real()
+    raise AttributeError(name)
+
+
+def _real() -> ModuleType:
+    """structlog, configured as the last configure() asked, imported here on first use: a cold
+    `oaken sync` or `oaken search` that writes no line never pays for it (~53 ms of CPU)."""
+    with _LOCK:  # threads log at once: none may see structlog half imported or unconfigured
+        mod = _import_structlog()
+        if not _applied:
+            _apply(*(_settings or (None, None)))
+        return mod
+
+
+class _Lazy:
+    """A logger that imports structlog only when it writes a line at an enabled level."""
+
+    __slots__ = ("_name", "_context")
+
+    def __init__(self, name: str, context: dict[str, Any]):
+        self._name, self._context = name, context
+
+    def bind(self, **kw: Any) -> _Lazy:
+        return _Lazy(self._name, {**self._context, **kw})
+
+    def _emit(self, method: str, event: Any, *args: Any, **kw: Any) -> Any:
+        if _LEVELS[method] < _level:
+            return None
+        real = _real().get_logger(self._name).bind(**self._context)
+        return getattr(real, method)(event, *args, **kw)
+
+    def debug(self, event: Any = None, *a: Any, **kw: Any) -> Any:
+        return self._emit("debug", event, *a, **kw)
+
+    def info(self, event: Any = None, *a: Any, **kw: Any) -> Any:
+        return self._emit("info", event, *a, **kw)
+
+    def warning(self, event: Any = None, *a: Any, **kw: Any) -> Any:
+        return self._emit("warning", event, *a, **kw)
+
+    warn = warning
+
+    def error(self, event: Any = None, *a: Any, **kw: Any) -> Any:
+        return self._emit("error", event, *a, **kw)
+
+    def exception(self, event: Any = None, *a: Any, **kw: Any) -> Any:
+        return self._emit("exception", event, *a, **kw)
+
+    def critical(self, event: Any = None, *a: Any, **kw: Any) -> Any:
+        return self._emit("critical", event, *a, **kw)
+
 
 _SECRET_KEYS = ("password", "passwd", "secret", "token", "authorization", "credential")
 _secrets: set[str] = set()
@@ -88,6 +151,18 @@ class _CurrentStderr:
 
 
 def configure(config: LogConfig | None = None, stream: Any = None) -> None:
+    global _settings, _level
+    with _LOCK:
+        _settings = (config, stream)
+        _level = getattr(logging, (config or LogConfig()).level.upper())
+        if _applied:
+            _apply(config, stream)
+
+
+def _apply(config: LogConfig | None = None, stream: Any = None) -> None:
+    global _applied
+    _applied = True
+    structlog = _import_structlog()
     config = config or LogConfig()
     level = getattr(logging, config.level.upper())
     out = stream
@@ -116,8 +191,4 @@ def configure(config: LogConfig | None = None, stream: Any = None) -> None:
 
 
 def get(name: str = "oaken") -> Any:
-    # structlog unconfigured prints to stdout: a library caller (the evals, a script) that never
-    # called configure() would get log lines between its results
-    if not structlog.is_configured():
-        configure()
-    return structlog.get_logger(name)
+    return _Lazy(name, {})

@@ -15,11 +15,9 @@ oaken.importer, ...), and `search_json` gives the JSON form without building the
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cold search path
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any, Callable, Sequence
 
     from oaken.config import Config
@@ -53,15 +51,29 @@ class Indexed:
 class Mailbox:
     """One mail home: its config, raw.db, indexes and daemon. `home` is a data directory (as
     $OAKEN_HOME); `config` a Config or the path of a config file; neither: the user's config.
-    `daemon=False` never asks a running daemon (as `oaken search --no-daemon`)."""
+    `daemon=False` never asks a running daemon (as `oaken search --no-daemon`). `autostart=True`
+    does what `oaken search` does when no daemon answers and vectors are present: starts the
+    background search server (oaken.search.background) and answers that search from keywords,
+    degraded `vector_starting`; by default a search here loads the model once and keeps it, as a
+    long-lived process should."""
 
     def __init__(
-        self, home: str | Path | None = None, *, config: Config | str | Path | None = None, daemon: bool = True
+        self,
+        home: str | Path | None = None,
+        *,
+        config: Config | str | Path | None = None,
+        daemon: bool = True,
+        autostart: bool = False,
     ):
         self._given = config
-        self._home = Path(home).expanduser() if home is not None else None
+        self._home: Path | None = None
+        if home is not None:  # pathlib only then: a search a daemon answers needs none (~9 ms)
+            from pathlib import Path
+
+            self._home = Path(home).expanduser()
         self._config: Config | None = None
         self.daemon = daemon
+        self.autostart = autostart
 
     # ---- configuration ---------------------------------------------------------------------------
 
@@ -93,29 +105,82 @@ class Mailbox:
         labels, disposition, unread, categories, min_priority, sort, explain, retrievers). A running
         daemon answers when it can; `warn` hears why it did not when this process searched instead
         (default: a line on stderr)."""
-        answer = self._ask_daemon(query, filters, warn)
+        answer, unanswered = self._ask_daemon(query, filters, warn)
         if answer is not None:
             from oaken.search.responses import response_from_dict
 
             return response_from_dict(answer)
-        from oaken.search import engine
-
-        return engine.search(query, config=self.config, **filters)
+        return self._search_here(query, filters, warn, start_server=unanswered)
 
     def search_json(
         self, query: str = "", *, warn: Callable[[str], None] | None = None, **filters: Any
     ) -> tuple[dict[str, Any], bool]:
         """(the response as JSON-ready data, whether a daemon answered): the daemon's answer as it
         came, without building typed hits (the command's cold path), else this process's search."""
-        answer = self._ask_daemon(query, filters, warn)
+        answer, unanswered = self._ask_daemon(query, filters, warn)
         if answer is not None:
             return answer, True
         import json
 
+        response = self._search_here(query, filters, warn, start_server=unanswered)
+        return json.loads(_to_json(response)), False
+
+    def _search_here(
+        self, query: str, filters: dict[str, Any], warn: Callable[[str], None] | None, *, start_server: bool
+    ) -> SearchResponse:
+        """This process's search: from keywords alone while a background server starts (autostart),
+        else both retrievers, loading the model here."""
         from oaken.search import engine
 
-        response = engine.search(query, config=self.config, **filters)
-        return json.loads(_to_json(response)), False
+        if start_server and self.autostart:
+            meaning = self._uses_meaning(query)
+            outcome = self._start_server(warn, say=meaning)
+            if outcome is not None and meaning:
+                import dataclasses
+
+                from oaken.search import background
+
+                # keyword mode for this one answer: nor does it count the vectors' coverage (index.db's
+                # chunks, 10-30 ms); vector_coverage is null, the server's answers carry it
+                cfg = self.config
+                keywords = dataclasses.replace(cfg, embedder=dataclasses.replace(cfg.embedder, model="none"))
+                response = engine.search(query, config=keywords, **filters)
+                return background.keyword_answer(response, outcome, cfg.search.server_idle_minutes)
+        return engine.search(query, config=self.config, **filters)
+
+    def _uses_meaning(self, query: str) -> bool:
+        """Whether the query has free text for the vector side (a listing such as `is:unread` has
+        none: its keyword answer is whole, not degraded)."""
+        from oaken.search import matching
+        from oaken.search import query as query_mod
+
+        parsed = query_mod.parse(query, categories=self.config.triage.categories)
+        return matching.plan(parsed, self.config.search.keyword_min_match) is not None
+
+    def _start_server(self, warn: Callable[[str], None] | None, *, say: bool) -> Any:
+        """The background server's Outcome when one starts (or is starting) for this search, else
+        None: autostart is off (`[search] server_idle_minutes = 0`), this search would load no model
+        anyway, the daemon holds the data directory but does not answer yet, or a server failed
+        (`say`: told to `warn`, for a search that now loads the model here)."""
+        cfg = self.config
+        if cfg.search.server_idle_minutes <= 0 or not self.loads_model():
+            return None
+        from oaken.search import background
+
+        outcome = background.ensure(cfg, self.data_dir)
+        if outcome.kind in ("started", "starting"):
+            return outcome
+        if outcome.kind == "daemon":
+            why = f"the daemon (pid {outcome.pid}) does not answer searches yet, so this process loads the model itself"
+        else:
+            log_file = self.data_dir / background.LOG_NAME
+            why = (
+                f"the background search server failed to start ({outcome.detail}; see {log_file}), "
+                "so this process loads the model itself"
+            )
+        if say:
+            _say(warn, why)
+        return None
 
     def loads_model(self) -> bool:
         """Whether a search in this process would load the embedding model (the daemon would not)."""
@@ -130,17 +195,26 @@ class Mailbox:
 
     def _ask_daemon(
         self, query: str, filters: dict[str, Any], warn: Callable[[str], None] | None
-    ) -> dict[str, Any] | None:
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """(the daemon's answer or None, whether no daemon answered at all: no socket, or no one on
+        it; not a daemon that failed, nor a search the socket cannot carry)."""
         if not self.daemon:
-            return None
+            return None, False
         from oaken.search import client
 
         if any(k not in client.PARAMS for k in filters):
-            return None  # e.g. retrievers=: the daemon's protocol does not carry it
+            return None, False  # e.g. retrievers=: the daemon's protocol does not carry it
         params = {k: _wire(v) for k, v in filters.items()}
         # with no config or home given, the daemon is found without reading the config file
         config = self.config if (self._given is not None or self._home is not None) else None
-        return client.ask_for(config, query, params, warn=warn)
+        said: list[str] = []
+
+        def heard(why: str) -> None:
+            said.append(why)
+            _say(warn, why)
+
+        answer = client.ask_for(config, query, params, warn=heard)
+        return answer, answer is None and not said
 
     # ---- messages ----------------------------------------------------------------------------------
 
@@ -152,12 +226,16 @@ class Mailbox:
         return reader.open_message(id, peek=peek, config=self.config)
 
     def thread(self, id: int, *, limit: int = 1000) -> SearchResponse:
-        """The messages of `id`'s thread, oldest first."""
+        """The messages of `id`'s thread, oldest first (the newest `limit` of a longer one), in the
+        message's own account: a search covers one account, and the default one may be another."""
+        import dataclasses
+
         from oaken.store import open_store
 
         with open_store(self.data_dir, create=False) as store:
-            thread = store.meta(id).thread  # NotFound names the id
-        return self.search("", thread=thread, sort="date", limit=limit)
+            meta = store.meta(id)  # NotFound names the id
+        newest_first = self.search("", thread=meta.thread, account=meta.account, sort="date", limit=limit)
+        return dataclasses.replace(newest_first, hits=tuple(reversed(newest_first.hits)))
 
     def triage(
         self, id: int, *, category: str | None = None, priority: int | None = None, disposition: str | None = None
@@ -167,9 +245,13 @@ class Mailbox:
         return api.set_triage(id, category=category, priority=priority, disposition=disposition, config=self.config)
 
     def status(self) -> dict[str, Any]:
+        """api.status, and who answers searches ("search_server": oaken.search.background.describe)."""
         from oaken import api
+        from oaken.search import background
 
-        return api.status(config=self.config)
+        out = api.status(config=self.config)
+        out["search_server"] = background.describe(self.data_dir)
+        return out
 
     # ---- bringing mail in ------------------------------------------------------------------------
 
@@ -211,6 +293,8 @@ class Mailbox:
                     raise
                 if retried is not None:
                     retried(f"{e}; retrying")
+                import time
+
                 time.sleep(1 + attempt)
         if not index or not report.changed:
             return Indexed(report)
@@ -242,6 +326,16 @@ class Mailbox:
             return Indexed(stored, indexer.update(self.config, keyword_only=not vectors, progress=progress))
         except IndexUnavailable as e:  # a full disk, a locked index: the mail is stored all the same
             return Indexed(stored, index_error=str(e))
+
+
+def _say(warn: Callable[[str], None] | None, why: str) -> None:
+    """A warning to `warn`, else a line on stderr (as oaken.search.client says its own)."""
+    if warn is not None:
+        warn(why)
+    else:
+        import sys
+
+        print(f"oaken: warning: {why}", file=sys.stderr)
 
 
 def _wire(value: Any) -> Any:

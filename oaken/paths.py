@@ -65,3 +65,51 @@ def socket_file(config_path: str | None = None) -> str | None:
             return None
         configured = value
     return os.path.join(data_dir_of(configured), SOCKET_NAME)
+
+
+def usual_socket_file() -> str | None:
+    """socket_file() for the usual config file, without tomllib (~15 ms) when its only
+    mention of data_dir is a plain one-line string under [paths]; anything else is read by tomllib
+    there, which also decides what a file it cannot read means."""
+    try:
+        with open(config_file(), "rb") as f:
+            text = f.read()
+    except OSError:
+        return socket_file()
+    value = plain_data_dir(text.decode("utf-8", "replace")) if b"data_dir" in text else ""
+    if value is None:
+        return socket_file()
+    return os.path.join(data_dir_of(value), SOCKET_NAME)
+
+
+def plain_data_dir(text: str) -> str | None:
+    """The value of `data_dir = "..."` (or '...') under a `[paths]` header, when the file says it
+    in that one plain way: one such line, no escapes, no multi-line strings; None for anything
+    else, so that a full TOML reader decides."""
+    if '"""' in text or "'''" in text:
+        return None
+    table, found = "", None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            head = line.partition("#")[0].rstrip()
+            if line.startswith("[[") or not head.endswith("]"):
+                table = "?"  # an array of tables, or a line of an array: not [paths]
+                continue
+            table = head[1:-1].strip()
+            continue
+        if "data_dir" not in line:
+            continue
+        key, eq, rest = line.partition("=")
+        rest = rest.strip()
+        if found is not None or table != "paths" or not eq or key.strip() != "data_dir" or len(rest) < 2:
+            return None
+        quote = rest[0]
+        value, close, after = rest[1:].partition(quote)
+        after = after.strip()
+        if quote not in "\"'" or not close or "\\" in value or (after and not after.startswith("#")):
+            return None
+        found = value
+    return found

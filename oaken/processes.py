@@ -11,6 +11,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
 
 # Native runtimes that run threads of their own once loaded.
 THREADED_RUNTIMES = ("lancedb", "openvino", "onnxruntime", "torch")
@@ -22,7 +26,7 @@ def start_method() -> str:
     return "forkserver" if any(m in sys.modules for m in THREADED_RUNTIMES) else "fork"
 
 
-def libc() -> object | None:
+def libc() -> ctypes.CDLL | None:
     """libc, opened in the parent before a fork: a child forked while another thread was in
     dlopen would wait for the loader's lock for ever."""
     try:
@@ -33,12 +37,14 @@ def libc() -> object | None:
         return None
 
 
-def die_with_parent(lib: object | None = None) -> None:
+def die_with_parent(lib: ctypes.CDLL | None = None) -> None:
     """A worker's initializer: SIGKILL when the parent dies (PR_SET_PDEATHSIG). `lib` is libc
     opened before a fork; None (forkserver: arguments are pickled) opens it here."""
+    lib = lib or libc()
     try:
-        (lib or libc()).prctl(1, signal.SIGKILL)  # type: ignore[union-attr]
-    except AttributeError:  # no libc here
+        if lib is not None:  # None: no libc here
+            lib.prctl(1, signal.SIGKILL)
+    except AttributeError:  # a libc without prctl
         pass
     if os.getppid() == 1:  # the parent died before prctl took effect
         os._exit(0)

@@ -158,3 +158,21 @@ def test_status_and_triage_speak_plainly(home: Path, capsys) -> None:
     assert "None" not in out
     rc, out, _err = _run(capsys, "triage", "3", "--priority", "2")
     assert rc == 0 and out.strip() == "3: category none, priority 2, disposition inbox"
+
+
+def test_a_query_that_is_not_text_is_a_usage_error(oaken_home: Path) -> None:
+    """A query with bytes the locale cannot decode (kept by Python as surrogates) is said as a
+    usage error, rc 2, by the command and its fast path alike (found by review: a traceback)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "OAKEN_HOME": str(oaken_home), "PYTHONPATH": str(root)}
+    for entry in (["-m", "oaken.cli"], ["-m", "oaken.fastpath"]):
+        proc = subprocess.run(
+            [sys.executable, *entry, "search", b"caf\xff"], capture_output=True, env=env, timeout=120
+        )
+        err = proc.stderr.decode("utf-8", "replace")
+        assert proc.returncode == 2 and "Traceback" not in err, err
+        assert "holds bytes that are not text" in err and "caf" in err

@@ -87,7 +87,8 @@ def _grow(mount: Path) -> None:
 def _home(mount: Path, model: str) -> dict[str, str]:
     home = mount / "home"
     home.mkdir()
-    (home / "config.toml").write_text(f'[embedder]\nmodel = "{model}"\n')
+    # no background search server: it would hold the mount's files open past the test
+    (home / "config.toml").write_text(f'[embedder]\nmodel = "{model}"\n\n[search]\nserver_idle_minutes = 0\n')
     return {**os.environ, "OAKEN_HOME": str(home)}
 
 

@@ -53,3 +53,28 @@ def test_eval_results_go_to_the_data_folder_by_default(tmp_path, monkeypatch) ->
 
     monkeypatch.setenv("OAKEN_HOME", str(tmp_path))
     assert default_out() == tmp_path / "evals"
+
+
+def test_threads_logging_first_at_once_all_write(tmp_path) -> None:
+    """structlog is imported on the first line written (a cold command that logs nothing never
+    pays for it): threads writing their first lines at once must each wait for it whole."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, threading\n"
+        "from oaken import log\n"
+        "log.configure()\n"
+        "sys.setswitchinterval(1e-6)\n"  # threads switch mid-import: without the lock most fail
+        "go = threading.Barrier(32)\n"
+        "def run(i):\n"
+        "    go.wait()\n"
+        "    log.get('t').warning('hello', n=i)\n"
+        "ts = [threading.Thread(target=run, args=(i,)) for i in range(32)]\n"
+        "[t.start() for t in ts]\n"
+        "[t.join() for t in ts]\n"
+    )
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        assert out.stderr.count("hello") == 32, out.stderr

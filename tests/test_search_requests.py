@@ -107,10 +107,23 @@ def test_a_wrong_param_is_refused_by_name(sock: str, params: dict[str, Any], err
     (b"[1]\n", 'request: expected a JSON object {"query": "...", "params": {...}}, got [1]'),
     (b'{"query": 5}\n', "query: expected text (the search, may be empty), got 5"),
     (b'{"params": {}}\n', "query: expected text (the search, may be empty), got null"),
-    (b'{"query": "x", "limit": 5}\n', 'request: unknown field "limit"; a request holds protocol, id, query and params'),
+    (b'{"query": "x", "limit": 5}\n',
+     'request: unknown field "limit"; a request holds protocol, id, query, params and render'),
     (b'{"query": "x", "params": [1]}\n', "params: expected a JSON object of search parameters, got [1]"),
+    (b'{"query": "x", "render": {"format": "text", "color": false}}\n',
+     'render: expected {"format": text or json or jsonl or ids, "color": true or false, "width": 1 to 10000}, '
+     'got {"format": "text", "color": false}'),
+    (b'{"query": "x", "render": {"format": "html", "color": false, "width": 80}}\n',
+     'render: expected {"format": text or json or jsonl or ids, "color": true or false, "width": 1 to 10000}, '
+     'got {"format": "html", "color": false, "width": 80}'),
+    (b'{"query": "x", "render": {"format": "ids", "color": 1, "width": 80}}\n',
+     'render: expected {"format": text or json or jsonl or ids, "color": true or false, "width": 1 to 10000}, '
+     'got {"format": "ids", "color": 1, "width": 80}'),
+    (b'{"query": "x", "render": {"format": "text", "color": true, "width": 0}}\n',
+     "render.width: expected 1 to 10000, got 0"),
 ], ids=["not-json", "not-utf8", "too-deep", "not-an-object", "query-not-text", "no-query",
-        "unknown-field", "params-not-an-object"])
+        "unknown-field", "params-not-an-object", "render-missing-width", "render-format", "render-color",
+        "render-width"])
 def test_a_malformed_request_is_refused_saying_what_a_request_is(sock: str, line: bytes, error: str) -> None:
     assert ask(sock, line) == {"protocol": 1, "id": None, "error": error, "code": "bad_request", "ref": None}
 

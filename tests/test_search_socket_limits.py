@@ -259,7 +259,7 @@ def test_the_daemon_stops_on_sigterm_with_idle_and_slow_clients_connected(imap_b
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=20) == 0
         text = log.read_text()
-        assert "daemon stopped" in text and "Traceback" not in text
+        assert "daemon stopped" in text and "Traceback" not in text, text
     finally:
         if proc.poll() is None:
             proc.kill()

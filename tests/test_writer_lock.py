@@ -53,7 +53,7 @@ def test_two_reindexes_at_once_store_every_chunk_once(indexed: Config) -> None:
     for p, (out, err) in zip(runs, outs):
         assert p.returncode == 0, err
     with open_index(cfg) as idx:
-        chunks = {c: m for c, m in idx._run("SELECT id, message FROM chunks WHERE kind = 'body'", [])}
+        chunks = {c: m for c, m in idx._run("SELECT id, message FROM chunks WHERE kind IN ('body', 'attachment')", [])}
         assert idx.counts()[0] == 14
     store = VectorStore(data_dir)
     assert store.count() == len(chunks), f"{store.count()} vector rows for {len(chunks)} chunks"

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
-import time
 
-from oaken.errors import OakenError
+from oaken import paths
 from oaken.paths import SOCKET_NAME  # noqa: F401 - re-exported for the server
+from oaken.protocol import PARAMS, PROTOCOL, DaemonError, exchange, read_reply, request  # noqa: F401 - re-exported
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cold search path
 if TYPE_CHECKING:
@@ -32,36 +31,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
     from oaken.config import Config
-# The socket's protocol: raised when a field of a request or a reply changes meaning or goes away.
-PROTOCOL = 1
-# What a client may pass: the keyword arguments of engine.search, nothing else.
-PARAMS = (
-    "limit",
-    "offset",
-    "account",
-    "thread",
-    "sender",
-    "after",
-    "before",
-    "labels",
-    "disposition",
-    "unread",
-    "categories",
-    "min_priority",
-    "sort",
-    "explain",
-)
 _sent = 0  # requests this process has sent: the id's second half
-
-
-class DaemonError(OakenError):
-    """A daemon answered, but not with a response. `fallback`: whether this process may search
-    instead (a daemon of another protocol, one that failed inside, an answer that is not this
-    request's), or not (the daemon refused the request as sent, and its reason stands)."""
-
-    def __init__(self, message: str, fallback: bool):
-        super().__init__(message)
-        self.fallback = fallback
 
 
 def socket_path(config: Config) -> Path:
@@ -92,9 +62,7 @@ def ask_for(
     try:
         if config is not None:
             return ask_raw(config, query, params)
-        from oaken import paths
-
-        where = paths.socket_file()
+        where = paths.usual_socket_file()
         return None if where is None else ask_at(where, query, params)
     except DaemonError as e:
         if not e.fallback:
@@ -112,76 +80,10 @@ def ask_at(path: str, query: str, params: dict[str, Any], timeout: float = 60.0)
     global _sent
     _sent += 1
     request_id = f"{os.getpid()}-{_sent}"
-    request = {
-        "protocol": PROTOCOL,
-        "id": request_id,
-        "query": query,
-        "params": {k: v for k, v in params.items() if k in PARAMS},
-    }
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        try:
-            _connect(sock, path)
-        except OSError:
-            return None  # no socket, a stale file, no one listening: no daemon
-        try:
-            sock.sendall(encode(request))
-            data = sock.makefile("rb").readline()
-        except TimeoutError:
-            raise DaemonError(f"the search daemon did not answer within {timeout:g} s", True) from None
-        except OSError as e:
-            raise DaemonError(f"the search daemon's connection failed ({e.strerror or e})", True) from None
-    return _answer(data, request_id)
-
-
-def _answer(data: bytes, request_id: str) -> dict[str, Any]:
-    """The response of a reply line to the request `request_id`, without protocol and id."""
-    if not data:
-        raise DaemonError("the search daemon closed the connection without answering", True)
-    try:
-        answer = json.loads(data)
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
-        raise DaemonError("the search daemon's answer is not a JSON object", True)
-    protocol = answer.pop("protocol", None)
-    if type(protocol) is not int or protocol != PROTOCOL:  # True == 1, but is no protocol
-        theirs = (
-            f"protocol {protocol}"
-            if type(protocol) is int
-            else "no protocol (an oaken from before protocol 1)"
-            if protocol is None
-            else f"protocol {protocol!r}"
-        )
-        raise DaemonError(
-            f"the running search daemon speaks {theirs}, this oaken protocol {PROTOCOL}: "
-            "restart the daemon (`oaken sync --daemon`) with this oaken",
-            True,
-        )
-    answer_id = answer.pop("id", None)
-    error = answer.get("error")
-    # an error with no id: the daemon could not read this connection's request as far as its id
-    if answer_id != request_id and not (answer_id is None and error is not None):
-        raise DaemonError(
-            f"the search daemon answered another request (id {json.dumps(answer_id)}, not {json.dumps(request_id)})",
-            True,
-        )
-    if error is None:
-        return answer
-    if answer.get("code") == "bad_request":  # this process would refuse the same parameters
-        raise DaemonError(f"the search daemon refused the request: {error}", False)
-    raise DaemonError(f"the search daemon could not answer: {error}", True)
-
-
-def _connect(sock: socket.socket, path: str, tries: int = 20) -> None:
-    """Connect, waiting up to about a second while the daemon's listen queue is full (a Unix
-    socket with a timeout then fails at once with EAGAIN, and the command would load the model)."""
-    for _ in range(tries - 1):
-        try:
-            return sock.connect(path)
-        except BlockingIOError:
-            time.sleep(0.05)
-    sock.connect(path)
+    data = exchange(path, encode(request(request_id, query, params)), timeout)
+    if data is None:
+        return None
+    return read_reply(data, request_id, json.loads)
 
 
 class View(dict):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
-import sys
+
+from oaken.terminal import columns as terminal_columns
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cold search path
 if TYPE_CHECKING:  # a response from the daemon is rendered from its JSON (client.View): no dataclasses needed
+    from oaken.search.client import View
     from oaken.search.types import Hit, SearchResponse
 
 _MARKED = re.compile(r"\[\[(.*?)\]\]", re.S)
@@ -123,19 +124,7 @@ def _row(hit: Hit, width: int, color: bool, explain: bool) -> list[str]:
     return lines
 
 
-def terminal_columns() -> int:
-    """shutil.get_terminal_size without importing shutil (and the compression modules it loads)."""
-    try:
-        return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):
-        return 100
-
-
-def table(response: SearchResponse, *, color: bool = False, width: int | None = None) -> str:
+def table(response: SearchResponse | View, *, color: bool = False, width: int | None = None) -> str:
     width = width or terminal_columns()
     lines: list[str] = []
     if response.explain:

@@ -21,7 +21,6 @@ open at once, CLIENT_SECONDS to send a request and to read its answer, MAX_REQUE
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import queue
 import secrets
@@ -35,22 +34,13 @@ from typing import Any, Callable, Sequence
 from oaken import config as config_mod
 from oaken import log
 from oaken.config import Config
+from oaken.search import wire
 from oaken.search.client import PROTOCOL, SOCKET_NAME, ask_raw, socket_path  # noqa: F401 - re-exported
-from oaken.search.client import encode as _encode
-from oaken.search.requests import (
-    MAX_COUNT,
-    MAX_ID,
-    MAX_REQUEST_ID,
-    RequestError,
-    check_params,
-    shown,
-    valid_request_id,
-    whole,
-)
+from oaken.search.requests import RequestError
 from oaken.search.responses import ErrorReply, response_from_dict
 from oaken.search.types import SearchResponse
+from oaken.search.wire import MAX_REQUEST
 
-MAX_REQUEST = 1 << 20
 WORKERS = 4  # searches at once; more clients wait their turn without holding a thread
 MAX_CONNECTIONS = 64  # open at once; far more than one user's searches need
 CLIENT_SECONDS = 5.0  # to send the whole request, and to read the whole answer: a local client needs ms
@@ -58,59 +48,16 @@ READ_CHUNK = 1 << 16
 STOP_POLL_SECONDS = 0.5  # how soon the loop sees stop_event
 
 
-def parse_request(line: bytes, categories: Sequence[str]) -> tuple[str | int | None, str, dict[str, Any]]:
-    """(id, query, params) of one request line, every field checked; RequestError names the first
-    field at fault and what it expects (the protocol first: another one may have other fields)."""
-    if len(line) >= MAX_REQUEST and not line.endswith(b"\n"):
-        raise RequestError(f"request: longer than {MAX_REQUEST} bytes")
-    try:
-        request = json.loads(line)
-    except (ValueError, RecursionError):  # bad JSON, bytes that are not UTF-8, or nested past Python's depth
-        raise RequestError('request: expected one line of JSON: {"query": "...", "params": {...}}') from None
-    if not isinstance(request, dict):
-        raise RequestError(
-            f'request: expected a JSON object {{"query": "...", "params": {{...}}}}, got {shown(request)}'
-        )
-    request_id = request.get("id")
-    echo = request_id if valid_request_id(request_id) else None
-    protocol = request.get("protocol", PROTOCOL)
-    if not whole(protocol, 0, MAX_COUNT):
-        raise RequestError(
-            f"protocol: expected a whole number (this daemon speaks protocol {PROTOCOL}), got {shown(protocol)}",
-            request_id=echo,
-        )
-    if protocol != PROTOCOL:
-        raise RequestError(
-            f"protocol: the request speaks protocol {protocol}, this daemon protocol {PROTOCOL}; "
-            "restart the daemon (`oaken sync --daemon`) with the oaken that searches",
-            "protocol_mismatch",
-            echo,
-        )
-    if request_id is not None and echo is None:
-        raise RequestError(
-            f"id: expected a request id (text of 1 to {MAX_REQUEST_ID} characters, or a whole "
-            f"number from {-MAX_ID - 1} to {MAX_ID}) or null, got {shown(request_id)}"
-        )
-    for key in request:
-        if key not in ("protocol", "id", "query", "params"):
-            raise RequestError(
-                f"request: unknown field {shown(key)}; a request holds protocol, id, query and params", request_id=echo
-            )
-    query = request.get("query")
-    if not isinstance(query, str):
-        raise RequestError(f"query: expected text (the search, may be empty), got {shown(query)}", request_id=echo)
-    params = request.get("params")
-    if params is None:
-        return echo, query, {}
-    if not isinstance(params, dict):
-        raise RequestError(f"params: expected a JSON object of search parameters, got {shown(params)}", request_id=echo)
-    check_params(params, categories, echo)
-    return echo, query, params
+def parse_request(
+    line: bytes, categories: Sequence[str]
+) -> tuple[str | int | None, str, dict[str, Any], dict[str, Any] | None]:
+    """wire.parse_request, for the protocol this server speaks (PROTOCOL, read at each call)."""
+    return wire.parse_request(line, categories, PROTOCOL)
 
 
 def reply(request_id: str | int | None, body: dict[str, Any]) -> bytes:
-    """One reply line: the protocol, the request's id (None: the request had none to read), the body."""
-    return _encode({"protocol": PROTOCOL, "id": request_id, **body})
+    """wire.reply, in the protocol this server speaks."""
+    return wire.reply(request_id, body, PROTOCOL)
 
 
 class _Client:
@@ -166,6 +113,13 @@ class SearchServer:
         self._keys = itertools.count()
         self._clients: dict[int, _Client] = {}
         self._reading: dict[int, _Client] = {}  # in order of arrival: the first has waited longest
+        # the socket file this server bound, (inode, ctime): close removes only that one; an inode alone
+        # may be reused by the next file bound at the path
+        self._bound: tuple[int, int] | None = None
+        # activity, for a server that exits when idle (oaken.search.background)
+        self._activity = threading.Lock()
+        self._busy = 0
+        self._last_active = time.monotonic()
 
     def start(self) -> SearchServer:
         config_mod.ensure_data_dir(self.config)
@@ -180,8 +134,12 @@ class SearchServer:
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
+        bound = os.stat(self.path)
+        self._bound = (bound.st_ino, bound.st_ctime_ns)
         sock.listen(128)
         sock.setblocking(False)
+        with self._activity:
+            self._last_active = time.monotonic()  # idle from now, not from when the model began loading
         self._sock = sock
         self._wake_r, self._wake_w = socket.socketpair()  # a worker's answer wakes the loop
         self._wake_r.setblocking(False)
@@ -191,6 +149,21 @@ class SearchServer:
         self.thread = threading.Thread(target=self._loop, name="oaken-search-server", daemon=True)
         self.thread.start()
         return self
+
+    def idle_seconds(self) -> float:
+        """Seconds since the last search ended; 0 while one runs."""
+        with self._activity:
+            return 0.0 if self._busy else time.monotonic() - self._last_active
+
+    def owns_socket(self) -> bool:
+        """Whether the socket path is still the file this server bound: another server that took the
+        path over (the daemon replacing a background server), or a deleted file, means no client
+        reaches this one any more."""
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            return False
+        return self._bound == (now.st_ino, now.st_ctime_ns)
 
     def warm(self) -> None:
         """Load the embedder and open the indexes now, not on the first search."""
@@ -204,7 +177,15 @@ class SearchServer:
     def _work(self) -> None:
         while (item := self._requests.get()) is not None:
             key, line = item
-            self._answers.put((key, self._answer(line)))
+            with self._activity:
+                self._busy += 1
+            try:
+                answer = self._answer(line)
+            finally:
+                with self._activity:
+                    self._busy -= 1
+                    self._last_active = time.monotonic()
+            self._answers.put((key, answer))
             try:
                 self._wake_w.send(b"\0")
             except OSError:  # BlockingIOError: the loop has wake-ups enough to read; else it has stopped
@@ -214,8 +195,9 @@ class SearchServer:
         request_id: str | int | None = None
         query = ""
         try:
-            request_id, query, params = parse_request(line, self.config.triage.categories)
-            return reply(request_id, asdict(self._search(query, config=self.config, **params)))
+            request_id, query, params, render = parse_request(line, self.config.triage.categories)
+            body = asdict(self._search(query, config=self.config, **params))
+            return reply(request_id, body if render is None else {"render": wire.rendered(body, render)})
         except RequestError as e:
             self._log.info(f"search.{e.code}", error=str(e))
             return reply(e.request_id, asdict(ErrorReply(str(e), e.code)))
@@ -254,8 +236,8 @@ class SearchServer:
                     selector.register(self._sock, selectors.EVENT_READ, "accept")
                     accepting = True
         finally:
-            for key in list(self._clients):
-                self._drop(selector, key)
+            for client in list(self._clients):
+                self._drop(selector, client)
             for _ in range(self.workers):
                 self._requests.put(None)
             selector.close()
@@ -396,10 +378,11 @@ class SearchServer:
                 self._sock.close()
             finally:
                 self._sock = None
-                try:
-                    self.path.unlink()
-                except FileNotFoundError:
-                    pass
+                if self.owns_socket():  # not a socket another server has bound at the path since
+                    try:
+                        self.path.unlink()
+                    except FileNotFoundError:
+                        pass
 
 
 def ask(config: Config, query: str, params: dict[str, Any], timeout: float = 60.0) -> SearchResponse | None:
