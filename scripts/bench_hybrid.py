@@ -8,7 +8,7 @@
    --no-daemon` (model "none"), and a bare `python -c pass` on the same interpreter, in
    interleaved rounds (so a shared machine's load falls on all alike): medians and ratios.
 
-    .venv/bin/python scripts/bench_hybrid.py [--work DIR] [--size 10000] [--runs 15] [--root DIR]
+    .venv/bin/python scripts/bench_hybrid.py [--work DIR] [--size 10000] [--runs 15] [--root DIR] [--model M]
 
 Enron (/work/shared/corpora/enron-lay-skilling, 6,148 messages) plus replicas up to --size;
 replicas repeat Enron's texts, which the embedding cache embeds once. `--root` runs the cold
@@ -143,14 +143,17 @@ def cold(home: Path, keyword_config: Path, runs: int, root: Path, pycache: Path,
 
 
 def main(argv: list[str] | None = None) -> int:
+    global MODEL
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--work", help="folder for the data (default: a temp dir, removed after)")
     p.add_argument("--size", type=int, default=10000)
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--root", help="checkout whose `oaken` the cold part runs (default: this one)")
+    p.add_argument("--model", default=MODEL, help=f"the [embedder] model (default {MODEL}; all-mpnet-base-v2)")
     p.add_argument("--keyword-only", action="store_true",
                    help="no model, no daemon: only the cold keyword figures (for a --root without the socket)")
     args = p.parse_args(argv)
+    MODEL = args.model
     if not CORPUS.exists():
         print("needs /work/shared/corpora", file=sys.stderr)
         return 2

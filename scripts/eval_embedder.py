@@ -4,6 +4,18 @@ exact cosine search, the dev half only (issue #13; docs/meaning-at-scale.md).
     .venv/bin/python scripts/eval_embedder.py --model all-MiniLM-L6-v2
     nice -n 10 .venv/bin/python scripts/eval_embedder.py --model all-mpnet-base-v2
     .venv/bin/python scripts/eval_embedder.py --model all-MiniLM-L6-v2 --model all-mpnet-base-v2  # cached: seconds
+    nice -n 10 .venv/bin/python scripts/eval_embedder.py --model all-mpnet-base-v2@openvino-int8  # a fast backend
+    nice -n 10 .venv/bin/python scripts/eval_embedder.py --model all-MiniLM-L6-v2@openvino-int8 --text sender
+
+A model may carry a backend after "@": torch-fp32 (sentence-transformers, the default),
+onnx-fp32, onnx-int8, openvino, openvino-int8. For all-MiniLM-L6-v2 those are oaken's own
+backends (oaken.index.backends, exports under /work/bench-embed/models); for any other model,
+scripts/eval_embedder_backends.py's exports of it under --cache/<model>/<backend>/. Vectors are
+cached per model and backend (--cache/<model>[@<backend>]/). --text sender embeds each chunk as
+"From: <sender name>\n<subject>\n<text>" (the sender's address when the name is empty, as for
+96 % of the real mailbox's messages; --text sender-derived guesses a name from the address's
+local part instead) rather than the pass's "<subject>\n<text>"; the run's label then ends in
+"+sender" (or "+sender-derived").
 
 What it does, per model (one after the other, never two encoders at once):
   1. reads the body chunks of a kept eval data dir's index.db (read-only; default the full real
@@ -66,6 +78,7 @@ from oaken.store import Store
 
 DEFAULT_DATA = Path("/work/evalreal/data")
 DEFAULT_CACHE = Path("/work/bench-embed/fullscale")
+OAKEN_DATA_DIR = Path("/work/bench-embed")  # oaken's MiniLM exports: /work/bench-embed/models/
 KNOWN = {"all-MiniLM-L6-v2": None,  # the packaged weights Oaken loads (oaken.index.minilm.model_path)
          "all-mpnet-base-v2": Path("/work/mpnet/model/all-mpnet-base-v2")}
 WINDOW = 1024  # distinct texts per encode call and per cached part
@@ -87,7 +100,23 @@ class Corpus:
     digest: str  # of the distinct texts: names the cached vectors
 
 
-def read_corpus(data_dir: Path) -> Corpus:
+def chunk_text_of(c, text_format: str, sender: dict[int, str]) -> str:
+    """What a chunk is embedded as: the pass's embed_text, or that with a "From: <sender>" line first."""
+    t = embed_text(c)
+    if text_format in ("sender", "sender-derived") and sender.get(c.message):
+        return f"From: {sender[c.message]}\n{t}"
+    return t
+
+
+def derived_name(addr: str) -> str:
+    """A name guessed from an address's local part ("rosalee.fleming@enron.com" -> "Rosalee Fleming");
+    the address itself when its local part is one word."""
+    local = addr.split("@", 1)[0]
+    words = [w for w in local.replace("_", ".").replace("-", ".").split(".") if w]
+    return " ".join(w.capitalize() for w in words) if len(words) > 1 else addr
+
+
+def read_corpus(data_dir: Path, text_format: str = "subject") -> Corpus:
     with KeywordIndex(data_dir) as index:
         chunks = []
         after = 0
@@ -100,13 +129,16 @@ def read_corpus(data_dir: Path) -> Corpus:
     raw = sqlite3.connect(f"file:{data_dir / 'raw.db'}?mode=ro", uri=True)
     try:
         mid_of = dict(raw.execute("SELECT id, message_id FROM messages"))
+        sender = {i: (name or "").strip() or (derived_name((addr or "").strip()) if text_format == "sender-derived"
+                                              else (addr or "").strip())
+                  for i, name, addr in raw.execute("SELECT id, sender_name, sender_addr FROM messages")}
     finally:
         raw.close()
     row_of_msg = {m: i for i, m in enumerate(msgs)}
     text_row: dict[str, int] = {}
     chunk_text = []
     for c in chunks:
-        t = embed_text(c)
+        t = chunk_text_of(c, text_format, sender)
         chunk_text.append(text_row.setdefault(t, len(text_row)))
     texts = list(text_row)
     h = hashlib.sha256()
@@ -120,7 +152,16 @@ def read_corpus(data_dir: Path) -> Corpus:
 # ---- the model ------------------------------------------------------------------------------------
 
 
+def split_backend(name: str) -> tuple[str, str]:
+    """"model@backend" -> (model, backend); no "@": torch-fp32."""
+    if "@" in name:
+        base, backend = name.rsplit("@", 1)
+        return base, backend
+    return name, "torch-fp32"
+
+
 def model_path(name: str) -> Path:
+    name = split_backend(name)[0]
     if "=" in name:
         return Path(name.split("=", 1)[1])
     if name in KNOWN:
@@ -133,10 +174,37 @@ def model_path(name: str) -> Path:
 
 
 def model_name(name: str) -> str:
-    return name.split("=", 1)[0] if "=" in name else Path(name).name if name not in KNOWN else name
+    """The label of a run: the model's name, and "@backend" unless torch-fp32."""
+    name, backend = split_backend(name)
+    base = name.split("=", 1)[0] if "=" in name else Path(name).name if name not in KNOWN else name
+    return base if backend in ("torch-fp32", "torch") else f"{base}@{backend}"
 
 
-def load(name: str, threads: int):
+class OakenBackend:
+    """all-MiniLM-L6-v2 through one of oaken's own backends (its exports, its batching)."""
+
+    fast_backend = True
+
+    def __init__(self, backend: str, threads: int, batch: int):
+        from oaken.index.backends import BACKENDS
+
+        self.embedder = BACKENDS[backend].load(OAKEN_DATA_DIR, threads, batch)
+        self.backend = backend
+        self.precision = str(getattr(self.embedder, "precision", backend))
+        self.max_seq_length = int(getattr(getattr(self.embedder, "_tokenizer", None), "max_tokens", 256))
+
+    def encode(self, texts: list[str], batch: int) -> np.ndarray:
+        return np.ascontiguousarray(self.embedder.embed_documents(texts), dtype=np.float32)
+
+
+def load(name: str, threads: int, batch: int = 32, cache: Path = DEFAULT_CACHE):
+    base, backend = split_backend(name)
+    if backend not in ("torch-fp32", "torch"):
+        if base == "all-MiniLM-L6-v2":
+            return OakenBackend(backend, threads, batch)
+        from eval_embedder_backends import GraphEncoder
+
+        return GraphEncoder(backend, model_path(name), cache / model_name(base), threads)
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -150,6 +218,8 @@ def load(name: str, threads: int):
 
 
 def encode(model, texts: list[str], batch: int) -> np.ndarray:
+    if getattr(model, "fast_backend", False):  # OakenBackend or GraphEncoder: their own batching
+        return model.encode(texts, batch)
     v = model.encode(texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True,
                      show_progress_bar=False)
     return np.ascontiguousarray(v, dtype=np.float32)
@@ -176,7 +246,7 @@ def embed_corpus(name: str, corpus: Corpus, cache: Path, threads: int, batch: in
             continue
         if model is None:
             t = time.perf_counter()
-            model = load(name, threads)
+            model = load(name, threads, batch, cache)
             print(f"[{model_name(name)}] loaded in {time.perf_counter() - t:.1f} s, max_seq_length "
                   f"{model.max_seq_length}; {len(windows)} windows of {WINDOW} distinct texts", flush=True)
         t, cpu = time.perf_counter(), time.process_time()
@@ -207,7 +277,9 @@ def embed_corpus(name: str, corpus: Corpus, cache: Path, threads: int, batch: in
               "cpu_ms_per_text": cpu_ms, "cpu_timed_texts": sum(x["texts"] for x in timed),
               "mean_load": round(statistics.mean(x["load"] for x in log.values()), 2),
               "threads": threads, "batch": batch, "window": WINDOW,
-              "max_seq_length": int(model.max_seq_length) if model is not None else None}
+              "max_seq_length": int(model.max_seq_length) if model is not None else None,
+              "backend": split_backend(name)[1],
+              "precision": str(getattr(model, "precision", "fp32")) if model is not None else None}
     np.save(final, out)
     record_path.write_text(json.dumps(record, indent=1))
     return out, {**record, "cached": False}
@@ -472,13 +544,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--out", type=Path, help="also write the figures and every ranking here (JSON)")
+    p.add_argument("--text", choices=("subject", "sender", "sender-derived"), default="subject",
+                   help='what a chunk is embedded as: "subject" (the pass\'s "<subject>\\n<text>"), "sender" '
+                        '("From: <sender name>\\n<subject>\\n<text>", the address when raw.db has no name) or '
+                        '"sender-derived" (as sender, a name guessed from the address\'s local part instead)')
     p.add_argument("--onnx-query", action="store_true",
                    help="also embed the questions through ONNX Runtime fp32 and int8 exports of each model "
                         "(latency, and the scores of those query vectors against the torch document vectors)")
     args = p.parse_args(argv)
 
     t = time.perf_counter()
-    corpus = read_corpus(args.data)
+    corpus = read_corpus(args.data, args.text)
     files = sorted((REPO / "evals" / "questions").glob("*.jsonl"))
     qs = [q for f in files for q in questions_mod.load_jsonl(f)]
     dev, _test = questions_mod.split(qs)  # dev only: the test half is not asked
@@ -493,11 +569,11 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, dict] = {}
     rankings: dict[str, list] = {}
     for name in args.model:
-        label = model_name(name)
+        label = model_name(name) + ("" if args.text == "subject" else f"+{args.text}")
         t0 = time.perf_counter()
         doc, record = embed_corpus(name, corpus, args.cache, args.threads, args.batch)
         t = time.perf_counter()
-        model = load(name, args.threads)
+        model = load(name, args.threads, args.batch, args.cache)
         load_s = time.perf_counter() - t
         qvecs, ms, cpu_ms = embed_queries(model, asked)
         t = time.perf_counter()
@@ -511,9 +587,9 @@ def main(argv: list[str] | None = None) -> int:
                        "load_at_queries": round(os.getloadavg()[0], 1),
                        "scores": scores(results), "separation": separation(results),
                        "seconds": round(time.perf_counter() - t0, 1)}
-        if args.onnx_query:
+        if args.onnx_query and split_backend(name)[1] in ("torch-fp32", "torch"):
             runs[label]["query_paths"] = {}
-            for variant, got in onnx_queries(name, args.cache / label, asked, args.threads,
+            for variant, got in onnx_queries(name, args.cache / model_name(name), asked, args.threads,
                                              int(model.max_seq_length)).items():
                 cos = (got["vectors"] * qvecs).sum(1)
                 sc = scores(search(corpus, doc, got["vectors"], asked))
@@ -536,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report(runs))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"data": str(args.data), "split": "dev", "questions": len(dev),
+        args.out.write_text(json.dumps({"data": str(args.data), "split": "dev", "text": args.text, "questions": len(dev),
                                         "chunks": len(corpus.chunk_ids), "texts": len(corpus.texts),
                                         "messages": len(corpus.messages), "runs": runs,
                                         "rankings": rankings}, indent=1) + "\n")

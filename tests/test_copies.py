@@ -73,3 +73,28 @@ def test_petition_letters_are_one_hit_with_their_copies(oaken_home: Path, tmp_pa
     assert [h.id for h in paged.hits] == [h.id for h in response.hits[1:2]]
     by_date = search("donate proceeds stock", config=cfg, limit=10, sort="date")
     assert sum(h.subject.startswith("Demand Ken Lay") for h in by_date.hits) == 3  # date order lists every copy
+
+
+def test_the_same_letter_with_other_attachments_is_not_folded(oaken_home: Path, tmp_path: Path) -> None:
+    """Copies are judged by their words and their attachments' words: the same petition sent with
+    a different real document attached stays its own hit (before: folded by the body alone); with
+    the same document attached, the copies still fold."""
+    from email import message_from_bytes, policy
+
+    inbox = tmp_path / "mail"
+    inbox.mkdir()
+    letters = sorted((DATA / "copies").glob("*.eml"))
+    attach = {0: "crazyones.pdf", 1: "blk-paras-and-tables.docx", 2: "blk-paras-and-tables.docx"}
+    for i, path in enumerate(letters):
+        msg = message_from_bytes(path.read_bytes(), policy=policy.default)
+        body = msg.get_body(preferencelist=("plain",)).get_content()  # type: ignore[union-attr]
+        del msg["Content-Type"], msg["Content-Transfer-Encoding"]
+        msg.set_content(body)
+        data = (DATA / "attachments" / attach[i]).read_bytes()
+        msg.add_attachment(data, maintype="application", subtype="octet-stream", filename=attach[i])
+        (inbox / path.name).write_bytes(msg.as_bytes())
+    cfg = config_mod.from_dict({"embedder": {"model": "none"}})
+    assert import_mail([inbox], account="work", config=cfg).added == 3
+    indexer.update(cfg, keyword_only=True)
+    hits = search("donate proceeds stock", config=cfg, limit=10).hits
+    assert sorted(len(h.copies) for h in hits) == [0, 1]  # the .pdf alone; the two .docx as one

@@ -406,7 +406,9 @@ def test_daemon_and_in_process_give_the_same_results(home: Path, oaken_home: Pat
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     cfg = concept(home)
     oaken_home.mkdir(parents=True, exist_ok=True)
-    (oaken_home / "config.toml").write_text(f'[paths]\ndata_dir = "{home}"\n\n[embedder]\nmodel = "concept"\n')
+    # server_idle_minutes = 0: with no daemon, the command searches here (no background server)
+    (oaken_home / "config.toml").write_text(
+        f'[paths]\ndata_dir = "{home}"\n\n[embedder]\nmodel = "concept"\n\n[search]\nserver_idle_minutes = 0\n')
     stop = threading.Event()
     srv = server.SearchServer(cfg, stop).start()
     srv.warm()

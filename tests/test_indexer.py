@@ -3,8 +3,10 @@ touch only the filter fields, deletions leave, and index.db can always be rebuil
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -164,7 +166,7 @@ def test_reindex_runs_the_vector_pass_after_the_keyword_pass(mailbox: Config) ->
     assert report.indexed == 14
     assert report.vectors is not None and report.vectors["embedded"] > 0
     with open_index(cfg) as idx:
-        assert report.vectors["chunks"] == len(idx.chunk_ids("body"))
+        assert report.vectors["chunks"] == len(idx.chunk_ids("embedded"))
     keyword_only = indexer.update(cfg, keyword_only=True)
     assert keyword_only.vectors is None
 
@@ -208,7 +210,7 @@ def test_vectors_follow_a_rebuilt_index(indexed: Config) -> None:
     report = embed_pending(cfg)
     assert report.rebuilt and report.pending == 0
     with open_index(cfg) as idx:
-        chunks = {c: m for c, m in idx._run("SELECT id, message FROM chunks WHERE kind = 'body'", [])}
+        chunks = {c: m for c, m in idx._run("SELECT id, message FROM chunks WHERE kind IN ('body', 'attachment')", [])}
         assert VectorStore(data_dir).chunk_messages() == chunks
         assert VectorStore(data_dir).generation() == idx.generation()
     assert VectorRetriever(cfg).retrieve("search mail", VectorFilters(), want=5).state == "ok"
@@ -271,20 +273,29 @@ def test_damaged_index_db_is_reported_in_one_line_and_rebuilt_by_reindex(
     assert not again.rebuilt and again.indexed == 0
 
 
+def _count_checks(monkeypatch: pytest.MonkeyPatch, *, status_too: bool = False) -> list[str]:
+    """A list that grows by one with every quick_check the indexer (and, `status_too`, status) runs."""
+    from oaken.index.keyword import whole as whole_mod
+    from oaken.index.keyword import writer as writer_mod
+
+    ran: list[str] = []
+    real = writer_mod.damage
+
+    def counted(db: object) -> str | None:
+        ran.append("check")
+        return real(db)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer_mod, "damage", counted)
+    if status_too:
+        monkeypatch.setattr(whole_mod, "damage", counted)
+    return ran
+
+
 def test_damage_is_checked_once_per_process_and_file(indexed: Config, monkeypatch: pytest.MonkeyPatch) -> None:
     """quick_check reads every page (0.2 s on the Enron mailboxes' 26 MB index.db): the daemon's
     passes, one per batch of new mail, run it on the first pass only, and never on an index.db
     this process built."""
-    from oaken.index.keyword import writer as writer_mod
-
-    checks: list[str] = []
-    real = writer_mod.damage
-
-    def counted(db: object) -> str | None:
-        checks.append("check")
-        return real(db)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(writer_mod, "damage", counted)
+    checks = _count_checks(monkeypatch)
     monkeypatch.setattr(indexer, "_SOUND", set())
     for _ in range(3):
         indexer.update(indexed, keyword_only=True)
@@ -292,3 +303,128 @@ def test_damage_is_checked_once_per_process_and_file(indexed: Config, monkeypatc
     indexer.reindex(indexed, rebuild=True, keyword_only=True)
     indexer.update(indexed, keyword_only=True)
     assert len(checks) == 1
+
+
+def test_a_large_index_is_checked_once_a_day_not_by_every_process(
+    indexed: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """quick_check reads every page and FTS5's whole index: at a million messages it would make
+    each `oaken reindex` and `oaken status` cost half a minute. Over checks.ALWAYS_BYTES (lowered
+    here, not in the product) a sound check is remembered for a day; a small index.db is still
+    checked by every process, and status never runs the long check."""
+    from oaken.index.keyword import checks as checks_mod
+
+    data_dir = config_mod.resolve_data_dir(indexed)
+    path = keyword.index_path(data_dir)
+    ran = _count_checks(monkeypatch, status_too=True)
+
+    def new_process() -> None:
+        monkeypatch.setattr(indexer, "_SOUND", set())
+
+    # small: every process checks, and status checks too
+    for _ in range(2):
+        new_process()
+        indexer.update(indexed, keyword_only=True)
+    keyword.status(data_dir)
+    assert len(ran) == 3
+
+    monkeypatch.setattr(checks_mod, "ALWAYS_BYTES", 1)
+    ran.clear()
+    new_process()
+    indexer.update(indexed, keyword_only=True)  # checked just now (status above): not due
+    status = keyword.status(data_dir)
+    assert ran == [] and status["state"] == "ok" and status["checked"] != "never"
+
+    checks_mod.mark_checked(path, when=time.time() - checks_mod.EVERY_SECONDS - 60)  # a day has passed
+    for _ in range(3):
+        new_process()
+        indexer.update(indexed, keyword_only=True)
+    assert ran == ["check"]  # due once, then remembered
+    keyword.status(data_dir)
+    assert ran == ["check"]
+
+
+def _recount(path: Path) -> tuple[int, int, int]:
+    import apsw
+
+    db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return tuple(db.execute(  # type: ignore[return-value]
+            "SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM chunks), "
+            "(SELECT count(*) FROM chunks WHERE kind IN ('body', 'attachment'))").fetchone())
+    finally:
+        db.close()
+
+
+def test_index_counters_follow_deletes_rebuilds_and_old_files(indexed: Config, tmp_path: Path) -> None:
+    """status, the vectors' coverage and each keyword pass read counts the triggers keep in meta
+    instead of counting 4M chunks at a million messages: they must stay equal to a recount."""
+    data_dir = config_mod.resolve_data_dir(indexed)
+    path = keyword.index_path(data_dir)
+
+    def counters() -> tuple[int, int, int]:
+        with keyword.KeywordIndex(data_dir) as idx:
+            return (*idx.counts(), idx.body_chunk_count())
+
+    assert counters() == _recount(path) and counters()[0] == 14
+    with open_store(data_dir) as store, store.transaction():
+        store.delete_messages([message_id_of(indexed, "notmuch-03.eml"), message_id_of(indexed, "enron-lay-business-2.eml")])
+    indexer.update(indexed, keyword_only=True)
+    assert counters() == _recount(path) and counters()[0] == 12
+    import_mail([INDEX_DATA], account="work", config=indexed)  # the deleted two come back as new messages
+    indexer.update(indexed, keyword_only=True)
+    assert counters() == _recount(path) and counters()[0] == 14
+    indexer.reindex(indexed, rebuild=True, keyword_only=True)
+    assert counters() == _recount(path)
+
+    # an index.db made before the counters: a reader counts, the next writer adds them
+    import apsw
+
+    db = apsw.Connection(str(path))
+    db.execute("DROP TRIGGER count_message_insert; DROP TRIGGER count_message_delete; DROP TRIGGER count_chunk_insert; "
+               "DROP TRIGGER count_chunk_delete; DROP TRIGGER count_chunk_kind; "
+               "DELETE FROM meta WHERE key IN ('messages', 'chunks', 'body_chunks')")
+    db.close()
+    assert counters() == _recount(path)
+    indexer.update(indexed, keyword_only=True)
+    with keyword.KeywordIndex(data_dir) as idx:
+        assert idx._run("SELECT count(*) FROM meta WHERE key IN ('messages', 'chunks', 'body_chunks')", []) == [(3,)]
+    assert counters() == _recount(path)
+
+
+def _segments(path: Path) -> int:
+    import apsw
+
+    db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return int(db.execute("SELECT count(DISTINCT segid) FROM fts_idx").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_a_bulk_load_leaves_one_full_text_segment(mailbox: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch commits an FTS5 segment, and a search looks each term up in every segment: a
+    build (and a pass that at least doubles index.db) merges them into one; a few new messages
+    do not rewrite the index."""
+    cfg = dataclasses.replace(mailbox, index=dataclasses.replace(mailbox.index, batch_size=2))
+    monkeypatch.setattr(indexer, "BULK_MESSAGES", 4)
+    path = keyword.index_path(config_mod.resolve_data_dir(cfg))
+    indexer.update(cfg, keyword_only=True)  # a build, in batches of two messages
+    assert _segments(path) == 1
+    with open_index(cfg) as idx:
+        assert idx.query(quote("mairix"), KeywordFilters(), 10)
+
+    data_dir = config_mod.resolve_data_dir(cfg)
+    with open_store(data_dir) as store, store.transaction():
+        store.delete_messages(store.all_message_ids()[:12])
+    indexer.update(cfg, keyword_only=True)
+    import_mail([INDEX_DATA], account="work", config=cfg)  # 12 come back: doubles what index.db holds
+    monkeypatch.setattr(keyword.KeywordWriter, "merge_segments", lambda self: merged.append(1))
+    merged: list[int] = []
+    indexer.update(cfg, keyword_only=True)
+    assert merged == [1]
+    with open_store(data_dir) as store, store.transaction():
+        store.delete_messages(store.all_message_ids()[-1:])
+    import_mail([INDEX_DATA], account="work", config=cfg)  # one message: no merge
+    indexer.update(cfg, keyword_only=True)
+    assert merged == [1]

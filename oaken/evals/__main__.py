@@ -36,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--messages", type=int, default=1000, help="synthetic mailbox size (default 1000)")
     r.add_argument("--seed", type=int, default=2, help="synthetic mailbox seed (default 2; 1 tunes)")
     r.add_argument("--live", action="store_true", help="the real all-MiniLM-L6-v2, not the concept embedder")
+    r.add_argument("--model", default=None, help="with --live: another real model (all-mpnet-base-v2)")
     r.add_argument(
         "--backend",
         default="auto",
@@ -92,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--tune-seed", type=int, default=1)
     c.add_argument("--report-seed", type=int, default=2)
     c.add_argument("--live", action="store_true")
+    c.add_argument("--model", default=None, help="with --live: another real model (all-mpnet-base-v2)")
     c.add_argument(
         "--real",
         action="store_true",
@@ -208,7 +210,7 @@ def _calibrate_real(args: argparse.Namespace) -> int:
             "reported": asdict(held_out),
         },
     }
-    path = _save(args.out or default_out(), f"calibration-real-{'live' if args.live else 'concept'}.json", doc)
+    path = _save(args.out or default_out(), f"calibration-real-{harness.run_tag(args.live)}.json", doc)
     print(
         f"{tuned.model} ({retrieval.answered_by(meta)})\n"
         f"vector_min_cosine = {floor.floor:.2f}: right answers lost on dev {floor.answer_lost:.0%}, "
@@ -236,7 +238,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         "reported": asdict(held_out),
         "messages": args.messages,
     }
-    path = _save(args.out or default_out(), f"calibration-{'live' if args.live else 'concept'}.json", doc)
+    path = _save(args.out or default_out(), f"calibration-{harness.run_tag(args.live)}.json", doc)
     print(
         f"{tuned.model}: low_confidence_cosine = {tuned.threshold:.3f}\n"
         f"  tuned on seed {args.tune_seed}: unanswerable flagged {tuned.unanswerable_flagged:.0%}, "
@@ -249,6 +251,11 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "model", None):
+        if not args.live:
+            print("oaken.evals: --model names the real model of --live; add --live", file=sys.stderr)
+            return 2
+        args.live = args.model
     try:
         if args.command == "questions":
             return _questions(args)

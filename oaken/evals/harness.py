@@ -30,17 +30,29 @@ class EvalRun:
 
 
 def make_config(
-    data_dir: Path, *, live: bool, search: dict | None = None, backend: str = "auto", index: dict | None = None
+    data_dir: Path, *, live: bool | str, search: dict | None = None, backend: str = "auto", index: dict | None = None
 ) -> dict:
-    """The default config but for the data dir and the model. `backend`: the live model's
+    """The default config but for the data dir and the model (`live`: True for LIVE_MODEL, or a
+    model's name; False for the offline stand-in). `backend`: the live model's
     [embedder] backend ("auto": the one Oaken picks here). `index`: tests lower
     vector_ann_min_rows here to reach the ANN path on small mail; a reported run leaves it."""
     return {
         "paths": {"data_dir": str(data_dir)},
-        "embedder": {"model": LIVE_MODEL, "backend": backend} if live else {"model": OFFLINE_MODEL},
+        "embedder": {"model": live_model(live), "backend": backend} if live else {"model": OFFLINE_MODEL},
         **({"search": search} if search else {}),
         **({"index": index} if index else {}),
     }
+
+
+def live_model(live: bool | str) -> str:
+    return live if isinstance(live, str) else LIVE_MODEL
+
+
+def run_tag(live: bool | str) -> str:
+    """The result files' tag: "concept", "live" (LIVE_MODEL) or "live-<model>"."""
+    if not live:
+        return "concept"
+    return "live" if live_model(live) == LIVE_MODEL else f"live-{live_model(live)}"
 
 
 def vector_path(config: Config) -> dict:
@@ -62,7 +74,7 @@ def prepare_synthetic(
     *,
     messages: int,
     seed: int,
-    live: bool = False,
+    live: bool | str = False,
     imap: bool = False,
     backend: str = "auto",
     distractors: Sequence[Path] = (),
@@ -104,7 +116,7 @@ def prepare_corpus(
     corpora: Sequence[Path],
     question_files: Sequence[Path],
     *,
-    live: bool = False,
+    live: bool | str = False,
     backend: str = "auto",
     index: dict | None = None,
 ) -> tuple[Config, list[Question], dict]:
@@ -142,7 +154,7 @@ def prepare_corpus(
 
 def _backend(config: Config) -> str | None:
     """The backend that embedded (the live model's, loaded once per process), or None."""
-    if config.embedder.model != LIVE_MODEL:
+    if config.embedder.model in (OFFLINE_MODEL, "none"):
         return None
     from oaken.index.embedders import backend_of, load_embedder
 
@@ -150,9 +162,9 @@ def _backend(config: Config) -> str | None:
     return backend_of(embedder) if embedder is not None else None
 
 
-def _name(kind: str, live: bool, backend: str) -> str:
+def _name(kind: str, live: bool | str, backend: str) -> str:
     """Result file stem: "synthetic-live", or "synthetic-live-torch" for a backend named explicitly."""
-    return f"{kind}-{'live' if live else 'concept'}" + (f"-{backend}" if live and backend != "auto" else "")
+    return f"{kind}-{run_tag(live)}" + (f"-{backend}" if live and backend != "auto" else "")
 
 
 def _check_relevant(config: Config, by_file: dict[Path, list[Question]]) -> None:
@@ -187,7 +199,7 @@ def synthetic(
     *,
     messages: int = 1000,
     seed: int = 0,
-    live: bool = False,
+    live: bool | str = False,
     imap: bool = False,
     workdir: Path | None = None,
     backend: str = "auto",
@@ -213,7 +225,7 @@ def corpus(
     corpora: Path | Sequence[Path],
     question_files: Path | Sequence[Path],
     *,
-    live: bool = False,
+    live: bool | str = False,
     workdir: Path | None = None,
     backend: str = "auto",
     name: str | None = None,

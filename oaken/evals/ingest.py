@@ -69,7 +69,7 @@ def from_imap(box: Mailbox, config_dict: dict, workdir: Path) -> Config:
     scripts = Path(__file__).resolve().parents[2] / "scripts"
     sys.path.insert(0, str(scripts))
     try:
-        from dovecot import Dovecot  # type: ignore[import-not-found]
+        from dovecot import Dovecot
     except ImportError as e:
         raise EvalError(f"--imap needs {scripts}/dovecot.py (a source checkout): {e}") from None
     server = Dovecot().start()

@@ -15,6 +15,8 @@ from typing import Callable, Iterable, Sequence
 import apsw
 import numpy as np
 
+from oaken.sqlite_rows import one_value
+
 CACHE_FILE = "embed_cache.db"
 
 # Vectors in rowid order, found through a small unique index: a 1.5 KB vector inside a WITHOUT
@@ -50,7 +52,7 @@ class EmbedCache:
         self.db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         with self.db:
             self.db.execute(_SCHEMA)
-            if self.db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            if one_value(self.db, "PRAGMA user_version") < SCHEMA_VERSION:
                 old = self.db.execute(
                     "SELECT 1 FROM sqlite_master WHERE name = 'vectors' AND type = 'table'"
                 ).fetchone()
@@ -100,14 +102,15 @@ class EmbedCache:
 
     def count(self, model: str | None = None) -> int:
         if model is None:
-            return self.db.execute("SELECT count(*) FROM cached").fetchone()[0]
-        return self.db.execute("SELECT count(*) FROM cached WHERE model = ?", (model,)).fetchone()[0]
+            return one_value(self.db, "SELECT count(*) FROM cached")
+        return one_value(self.db, "SELECT count(*) FROM cached WHERE model = ?", (model,))
 
     def drop_other_models(self, keep: str) -> int:
         """Forget the vectors of every model but `keep` (after a model change has settled)."""
         with self.db:
             self.db.execute("DELETE FROM cached WHERE model != ?", (keep,))
-            return self.db.changes()
+            dropped = self.db.changes()
+        return dropped
 
 
 def open_cache(data_dir: Path) -> EmbedCache:

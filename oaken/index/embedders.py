@@ -49,7 +49,15 @@ def _concept(config: Config) -> Embedder:
     return ConceptEmbedder()
 
 
+def _mpnet(config: Config) -> Embedder:
+    """all-mpnet-base-v2 (the `mpnet` extra): its own backends, weights checked by hash."""
+    from oaken.index import mpnet
+
+    return mpnet.load(config)
+
+
 register("all-MiniLM-L6-v2", _minilm)
+register("all-mpnet-base-v2", _mpnet)
 register("concept", _concept)
 
 

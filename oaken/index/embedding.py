@@ -9,7 +9,9 @@ runs. Each round it
      table is marked as being rebuilt, and searches leave it out, until every chunk is in it,
   2. follows raw.db's change feed to refresh the prefilter fields (labels, folders, disposition)
      of stored rows and to remove the vectors of deleted messages,
-  3. removes rows of chunks that index.db no longer holds (a message re-chunked or deleted),
+  3. removes rows of chunks that index.db no longer holds (a message re-chunked or deleted);
+     steps 2-4 look at the messages changed since the last complete pass only, when there was
+     one (oaken.index.vector_plan),
   4. embeds the body chunks index.db holds and vectors/ lacks, whole messages at a time, newest
      first, through the embedding cache; a writer thread stores one window while the model
      encodes the next.
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from oaken import config as config_mod
 from oaken.config import Config
-from oaken.index import writelock
+from oaken.index import vector_plan, writelock
 from oaken.index.backend_record import incompatible_backend, incompatible_with, stored_backends  # noqa: F401 - re-exported
 from oaken.index.embed_cache import embed_cached, open_cache
 from oaken.index.embedders import Embedder, backend_of, load_embedder
@@ -179,16 +181,12 @@ def _embed(
             store.record_backend(backend_of(embedder))
         raw_seq = raw.seq()
         index_state = index.chunk_state()  # read before the chunks: a later change shows as a mismatch
-        stored = store.chunk_messages()
-        removed = refreshed = 0
-        if stored and not rebuilt:
-            # rows written earlier may carry labels, folders or a disposition changed since, or
-            # belong to a message deleted since (no cursor yet: replay the whole feed)
-            removed, refreshed = _follow_changes(store, raw, set(stored.values()), read_cursor(data_dir), raw_seq)
-            stored = store.chunk_messages() if removed else stored
-        wanted = index.chunk_ids("body")
-        removed += store.delete_chunks(set(stored) - wanted)
-        todo = _newest_first(index, wanted - set(stored))
+        plan = None
+        if not rebuilt and not given and vector_plan.follows_on(data_dir, last, index_state, raw_seq, raw):
+            plan = vector_plan.changed_plan(store, index, raw, read_cursor(data_dir), raw_seq)
+        if plan is None:
+            plan = vector_plan.whole_plan(store, index, raw, read_cursor(data_dir), raw_seq, rebuilt)
+        removed, refreshed, todo, has_rows, wanted_count = plan
         total_todo = sum(n for _, n in todo)
         if limit is not None:
             todo = _take(todo, limit)
@@ -201,7 +199,6 @@ def _embed(
                 embedder = loaded
                 store.record_backend(backend_of(embedder))
         if redo is None:
-            has_rows = {m for c, m in stored.items() if c in wanted}  # these are replaced, the others appended
             embedded, encoded = (
                 (0, 0)
                 if embedder is None
@@ -209,7 +206,7 @@ def _embed(
             )
             complete = stop is None or not stop.is_set()
             if complete:  # the ANN index can wait for the next pass
-                store.maintain()
+                store.finish_pass(embedded)
             write_cursor(data_dir, raw_seq)
             pending = max(0, total_todo - embedded)
             if complete and pending == 0:
@@ -217,13 +214,13 @@ def _embed(
             if given:
                 forget_last_pass(data_dir)
             elif complete and pending == 0:
-                write_last_pass(data_dir, config, fp, raw_seq, index_state, len(wanted))
+                write_last_pass(data_dir, config, fp, raw_seq, index_state, wanted_count)
     if redo is not None:
         forget_last_pass(data_dir)
         return _embed(config, data_dir, redo, None, progress, limit, stop, started)
     return EmbedReport(
         fp.model,
-        len(wanted),
+        wanted_count,
         embedded,
         encoded,
         removed,
@@ -262,49 +259,6 @@ def _import_lancedb() -> None:
         import lancedb  # noqa: F401
     except Exception:  # noqa: BLE001 - the caller's own import reports it
         pass
-
-
-def _follow_changes(store: VectorStore, raw: Store, present: set[int], since: int, until: int) -> tuple[int, int]:
-    """Follow raw.db's change feed over (since, until] for the messages `present` in vectors/:
-    refresh their prefilter fields, remove the deleted ones. Returns (rows removed, messages
-    refreshed). Messages not embedded yet get current fields when they are."""
-    removed = refreshed = 0
-    seq = since
-    while seq < until:
-        changes = [c for c in raw.changes_since(seq, limit=1000) if c.seq <= until]
-        if not changes:
-            break
-        seq = changes[-1].seq
-        touched = {c.message for c in changes} & present
-        metas = raw.metas(touched)
-        removed += store.delete_messages(touched - set(metas))
-        store.update_fields([MessageFields.from_meta(m) for m in metas.values()])
-        refreshed += len(metas)
-    return removed, refreshed
-
-
-def _newest_first(index: KeywordIndex, chunk_ids: set[int]) -> list[tuple[int, int]]:
-    """(message, chunks of it to embed), newest message first."""
-    if not chunk_ids:
-        return []
-    per_message: dict[int, int] = {}
-    for m in _walk(index, chunk_ids):
-        per_message[m] = per_message.get(m, 0) + 1
-    dates = index.message_dates(per_message)
-    order = sorted(per_message, key=lambda m: (-dates.get(m, 0), -m))
-    return [(m, per_message[m]) for m in order]
-
-
-def _walk(index: KeywordIndex, chunk_ids: set[int]) -> list[int]:
-    """The message of each wanted chunk, read by walking the body chunks in id order."""
-    out: list[int] = []
-    after = min(chunk_ids) - 1
-    while True:
-        batch = index.body_chunks(after_id=after, limit=5000)
-        if not batch:
-            return out
-        out.extend(c.message for c in batch if c.id in chunk_ids)
-        after = batch[-1].id
 
 
 def _take(todo: list[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
@@ -409,7 +363,7 @@ def _message_windows(index: KeywordIndex, messages: Sequence[int], size: int) ->
     for i in range(0, len(messages), step):
         part = messages[i : i + step]
         by_message: dict[int, list[StoredChunk]] = {}
-        for c in index.chunks_of(part, kind="body"):
+        for c in index.chunks_of(part, kind="embedded"):
             by_message.setdefault(c.message, []).append(c)
         for m in part:
             window.extend(by_message.get(m, ()))

@@ -6,7 +6,7 @@ messages.change_seq on any change; a deletion leaves a tombstone). For each chan
 - same bytes (labels, folders, flags, disposition, thread changed): update the filter fields only;
 - a tombstone: the message leaves the index.
 The seq reached is stored in index.db in the same transaction as the batch, so a kill at any
-point resumes where it stopped.
+point resumes where it stopped. The batches themselves are oaken.index.feed_batches'.
 
 The keyword pass is self-contained: `update` runs it first and then, unless keyword_only, the
 vector pass (`oaken.index.embedding.embed_pending`), which reads the chunks index.db holds.
@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import apsw
 
@@ -29,11 +29,10 @@ from oaken import config as config_mod
 from oaken.config import Config
 from oaken.errors import IndexUnavailable, OakenError, StoreError
 from oaken.index import keyword, writelock
+from oaken.index.feed_batches import Progress, follow
+from oaken.index.keyword import checks
 from oaken.index.keyword.schema import known_damage, mark_damaged
-from oaken.index.parse_pool import ParsePool, Parts
-from oaken.store import Change, MessageMeta, Store
-
-Progress = Callable[[int], None]
+from oaken.store import Store
 
 
 @dataclass(frozen=True)
@@ -48,44 +47,6 @@ class IndexReport:
     rebuilt: bool = False  # index.db was built again (not a first build): rebuild_reason says why
     vectors: dict[str, Any] | None = field(default=None)  # the vector pass's report, if it ran
     rebuild_reason: str | None = None
-
-
-def _fields(meta: MessageMeta, parts: Parts | None = None) -> keyword.MessageFields:
-    names, types, problem = (parts[0], parts[1], parts[2]) if parts else ((), (), None)
-    if meta.problem:
-        problem = f"{meta.problem}; {problem}" if problem else meta.problem
-    return keyword.MessageFields(
-        id=meta.id,
-        account=meta.account,
-        message_id=meta.message_id,
-        content_hash=meta.content_hash,
-        date=meta.date,
-        subject=meta.subject,
-        sender_name=meta.sender_name,
-        sender_addr=meta.sender_addr,
-        to=meta.to,
-        cc=meta.cc,
-        thread=meta.thread,
-        disposition=meta.triage.disposition,
-        labels=meta.labels,
-        folders=meta.folders,
-        attachment_names=names,
-        attachment_types=types,
-        problem=problem,
-    )
-
-
-def _changes(store: Store, seq: int, limit: int) -> list[Change]:
-    """A batch of the feed that never cuts a run of equal seqs (a folder rename bumps many at once)."""
-    while True:
-        batch = store.changes_since(seq, limit)
-        if len(batch) < limit:
-            return batch
-        last = batch[-1].seq
-        whole = [c for c in batch if c.seq != last]
-        if whole:
-            return whole
-        limit *= 2
 
 
 def _open_store(data_dir: Path) -> Store:
@@ -123,7 +84,10 @@ def _keyword_pass(cfg: Config, data_dir: Path, *, progress: Progress | None, reb
         seq = 0
         if writer is not None:
             try:
-                seq = _follow(store, writer, cfg, counts, progress, fresh=False)
+                before = writer.counts()[0]
+                seq = follow(store, writer, cfg, counts, progress, fresh=False)
+                if counts["indexed"] >= max(before, BULK_MESSAGES):  # a bulk load: see merge_segments
+                    writer.merge_segments()
             except (apsw.CorruptError, apsw.NotADBError) as e:  # damage the check did not reach
                 reason = f"damaged ({type(e).__name__}: {e})"
                 counts = dict.fromkeys(counts, 0)
@@ -140,7 +104,7 @@ def _keyword_pass(cfg: Config, data_dir: Path, *, progress: Progress | None, reb
             keyword.discard_leftovers(data_dir)
             writer = keyword.KeywordWriter.build(data_dir)
             try:
-                seq = _follow(store, writer, cfg, counts, progress, fresh=True)
+                seq = follow(store, writer, cfg, counts, progress, fresh=True)
                 generation = writer.generation
                 writer.publish()
             except BaseException:
@@ -148,11 +112,23 @@ def _keyword_pass(cfg: Config, data_dir: Path, *, progress: Progress | None, reb
                 raise
             _SOUND.add(_identity(keyword.index_path(data_dir), generation))  # built here: checked by building
     report = IndexReport(
-        **counts, seq=seq, seconds=time.perf_counter() - started, rebuilt=reason is not None, rebuild_reason=reason
+        indexed=counts["indexed"],
+        updated=counts["updated"],
+        deleted=counts["deleted"],
+        problems=counts["problems"],
+        chunks=counts["chunks"],
+        seq=seq,
+        seconds=time.perf_counter() - started,
+        rebuilt=reason is not None,
+        rebuild_reason=reason,
     )
     log.get("oaken.index").info("index.keyword_done", **{k: v for k, v in report.__dict__.items() if k != "vectors"})
     return report
 
+
+# a pass adding at least this many messages, and at least as many as index.db held, is a bulk
+# load: FTS5's segments are merged after it (KeywordWriter.merge_segments)
+BULK_MESSAGES = 2000
 
 # index.db files this process has found sound (quick_check) or built: (device, inode, generation)
 _SOUND: set[tuple[int, int, str | None]] = set()
@@ -166,7 +142,8 @@ def _identity(path: Path, generation: str | None) -> tuple[int, int, str | None]
 def _live_writer(data_dir: Path, store: Store) -> keyword.KeywordWriter | str | None:
     """The live index.db opened for following raw.db; None when there is none yet; or why it
     must be built again instead. It is trusted only after SQLite's quick_check, once per process
-    and file (0.2 s at Enron's 26 MB, 0.5 s at 100 MB): a garbled page would otherwise be kept, and
+    and file (0.2 s at Enron's 26 MB, 0.5 s at 100 MB; a large file once a day, see
+    oaken.index.keyword.checks): a garbled page would otherwise be kept, and
     search would find nothing in it while `reindex` reported success. Damage done later, under a
     long-lived process (the daemon), is found when a write meets it (keyword_pass rebuilds then),
     and at once by `oaken status` and by the next `oaken reindex`."""
@@ -188,11 +165,13 @@ def _live_writer(data_dir: Path, store: Store) -> keyword.KeywordWriter | str | 
     try:
         identity = _identity(path, writer.generation)
         if identity not in _SOUND:
-            found = writer.damage()
-            if found is not None:
-                writer.close()
-                mark_damaged(path, found)  # searches say so until the rebuilt index.db is swapped in
-                return f"damaged ({found})"
+            if checks.due(path):
+                found = writer.damage()
+                if found is not None:
+                    writer.close()
+                    mark_damaged(path, found)  # searches say so until the rebuilt index.db is swapped in
+                    return f"damaged ({found})"
+                checks.mark_checked(path)
             _SOUND.add(identity)
         # raw.db was replaced (what the index holds is not its mail), or another chunker made its
         # chunks (an upgrade): rebuilt, as for another schema
@@ -208,91 +187,6 @@ def _live_writer(data_dir: Path, store: Store) -> keyword.KeywordWriter | str | 
             raise
         return f"damaged ({getattr(e, 'detail', e)})"
     return writer
-
-
-def _follow(
-    store: Store,
-    writer: keyword.KeywordWriter,
-    cfg: Config,
-    counts: dict[str, int],
-    progress: Progress | None,
-    *,
-    fresh: bool,
-) -> int:
-    """Follow raw.db's change feed from where `writer`'s index.db stands; returns the seq reached."""
-    parser = ParsePool()
-    try:
-        seq = writer.seq()
-        fresh = fresh or (seq == 0 and not writer.counts()[0])
-        batch_size = max(1, cfg.index.batch_size)
-        # batch k+1 is read and handed to the worker before batch k is written
-        ahead = _prepare(store, writer, cfg, _changes(store, seq, batch_size), fresh, parser)
-        while ahead is not None:
-            current = ahead
-            ahead = _prepare(store, writer, cfg, _changes(store, current.seq, batch_size), fresh, parser)
-            with writer.transaction():
-                _write(writer, current, counts)
-                writer.set_seq(current.seq)
-            seq = current.seq
-            if progress:
-                progress(current.messages)
-        return seq
-    finally:
-        parser.close()
-
-
-@dataclass
-class _Batch:
-    seq: int  # the feed position this batch reaches
-    messages: int
-    gone: list[int]
-    field_only: list[keyword.MessageFields]
-    to_parse: list[MessageMeta]
-    parsed: Callable[[], list[Parts]]
-
-
-def _prepare(
-    store: Store, writer: keyword.KeywordWriter, cfg: Config, changes: list[Change], fresh: bool, parser: ParsePool
-) -> _Batch | None:
-    """Sort a batch of the feed into deletions, field updates and messages to parse (started now)."""
-    if not changes:
-        return None
-    latest: dict[int, Change] = {}
-    for c in changes:
-        latest[c.message] = c  # the feed is by seq: the last entry of a message is its state now
-    gone = [m for m, c in latest.items() if c.deleted]
-    live = [m for m, c in latest.items() if not c.deleted]
-    metas = store.metas(live)
-    # read before the previous batch is written: a message in both is parsed again (same result)
-    indexed = {} if fresh else writer.hashes(live)
-    to_parse: list[MessageMeta] = []
-    field_only = []
-    for m in live:
-        meta = metas.get(m)
-        if meta is None:  # deleted after the feed was read; its tombstone comes in a later batch
-            continue
-        if indexed.get(m) == (meta.content_hash, chunking.CHUNKER_VERSION):
-            field_only.append(_fields(meta))
-        else:
-            to_parse.append(meta)
-    parsed = parser.start([(meta.subject, store.raw(meta.id), cfg.index) for meta in to_parse])
-    return _Batch(changes[-1].seq, len(latest), gone, field_only, to_parse, parsed)
-
-
-def _write(writer: keyword.KeywordWriter, batch: _Batch, counts: dict[str, int]) -> None:
-    if batch.gone:
-        writer.delete(batch.gone)
-        counts["deleted"] += len(batch.gone)
-    docs = []
-    for meta, parts in zip(batch.to_parse, batch.parsed()):
-        texts = [keyword.ChunkText(kind, tokens, text) for kind, tokens, text in parts[3]]
-        docs.append((_fields(meta, parts), texts))
-        counts["problems"] += parts[2] is not None
-        counts["chunks"] += len(texts)
-    writer.replace(docs, chunking.CHUNKER_VERSION)
-    writer.update_fields(batch.field_only)
-    counts["indexed"] += len(docs)
-    counts["updated"] += len(batch.field_only)
 
 
 def pending(cfg: Config, *, rebuild: bool = False) -> int:

@@ -49,7 +49,7 @@ class MiniLMEmbedder:
 
     @property
     def fingerprint(self) -> str:
-        return f"{NAME}:{DIM}"
+        return f"{self.name}:{self.dim}"
 
     @classmethod
     def load(
@@ -66,19 +66,7 @@ class MiniLMEmbedder:
             raise VectorUnavailable(
                 "no_embedder", f"embedder {NAME}: no model at {where} (modules.json missing); {_HINT}"
             )
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
-        try:
-            import torch
-            from sentence_transformers import SentenceTransformer
-
-            _quiet_transformers()
-            torch.set_num_threads(threads or os.cpu_count() or 1)
-            model = SentenceTransformer(str(where), device="cpu", local_files_only=True)
-        except Exception as exc:  # any failure to load means the same thing to the caller
-            raise VectorUnavailable(
-                "no_embedder", f"embedder {NAME}: cannot be loaded from {where}: {type(exc).__name__}: {exc}; {_HINT}"
-            ) from exc
+        model = load_sentence_transformer(where, threads, NAME, _HINT)
         dim = _dimension(model)
         if dim != DIM:
             raise VectorUnavailable(
@@ -90,7 +78,7 @@ class MiniLMEmbedder:
         """One unit-norm float32 row per text; sentence-transformers sorts a call's texts by
         length internally, so a caller passing many texts at once pays little padding."""
         if not texts:
-            return np.zeros((0, DIM), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -102,6 +90,23 @@ class MiniLMEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
+
+
+def load_sentence_transformer(where: Path, threads: int, name: str, hint: str) -> Any:
+    """sentence-transformers' model from a local folder, on the CPU, with the hub offline."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        _quiet_transformers()
+        torch.set_num_threads(threads or os.cpu_count() or 1)
+        return SentenceTransformer(str(where), device="cpu", local_files_only=True)
+    except Exception as exc:  # any failure to load means the same thing to the caller
+        raise VectorUnavailable(
+            "no_embedder", f"embedder {name}: cannot be loaded from {where}: {type(exc).__name__}: {exc}; {hint}"
+        ) from exc
 
 
 def _dimension(model: Any) -> int:

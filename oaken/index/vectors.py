@@ -11,7 +11,8 @@ the latest more than `retention_seconds` ago: a reader that opened a version a m
 cleanup keeps its files (a cleanup with older_than=0 makes such a reader fail).
 
 The rows and their schema are oaken.index.vector_rows'; the small files beside the table (its
-state, the rebuilding marker, the embedding pass's records) are oaken.index.vector_files'.
+state, the rebuilding marker, the embedding pass's records) are oaken.index.vector_files'; the
+upkeep (state summary, compaction, cleanup, index builds) is oaken.index.vector_upkeep's.
 
 The stated bound: after maintenance the folder holds the live rows, the ANN index, and the
 versions of roughly the last two retention periods plus at most `maintain_every` writes. Tested:
@@ -21,7 +22,6 @@ versions of roughly the last two retention periods plus at most `maintain_every`
 from __future__ import annotations
 
 import json
-import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -55,6 +55,7 @@ from oaken.index.vector_rows import (
     schema_of,
     where_sql,
 )
+from oaken.index.vector_upkeep import VectorUpkeep
 
 TABLE = "chunks"
 # Defaults; [index] settings of the same names override them (see `store_settings`).
@@ -86,7 +87,7 @@ def ann_partitions(rows: int) -> int | None:
     return max(1, -(-rows // 1_048_576))
 
 
-class VectorStore:
+class VectorStore(VectorUpkeep):
     """The `chunks` table of vectors/. Writers and readers may be separate processes."""
 
     def __init__(
@@ -110,7 +111,7 @@ class VectorStore:
         self.ann_min_rows = ann_min_rows
         self.retention_seconds = retention_seconds
         self.maintain_every = maintain_every
-        self._writes = 0
+        self._writes = _writes_since_upkeep(self.path)
         self._state_written = 0.0
         self._table: Any = None
 
@@ -293,81 +294,6 @@ class VectorStore:
         self.table().merge_insert("chunk_id").when_matched_update_all().execute(data)
         self._wrote()
 
-    def _wrote(self) -> None:
-        self._writes += 1
-        if self._writes % self.maintain_every == 0:
-            self.maintain(index=False)
-        elif time.monotonic() - self._state_written > 1.0:
-            self._write_state()
-
-    def _write_state(self, *, backends: list[str] | None = None) -> None:
-        """A small summary `oaken status` reads without importing LanceDB (at most once a second
-        while writing, and after every maintenance); `backends` replaces the recorded list,
-        which is otherwise kept."""
-        self._state_written = time.monotonic()
-        fp = self.fingerprint()
-        state = {
-            "fingerprint": json.loads(fp.key()) if fp else None,
-            "rows": self.count(),
-            "written_at": time.time(),
-            "backends": self.backends() if backends is None else backends,
-        }
-        write_json(self.path / STATE_FILE, state)
-
-    # ---- maintenance ------------------------------------------------------------------------
-
-    def maintain(self, *, index: bool = True) -> dict[str, Any]:
-        """Compact, clean up versions no reader can still hold, and build the ANN index once the
-        table holds ann_min_rows (with `index`: building it takes seconds to minutes)."""
-        table = self.table()
-        out: dict[str, Any] = {"indexed": self.has_index()}
-        if index and not out["indexed"] and self.count() >= self.ann_min_rows:
-            from lancedb.index import IvfHnswSq
-
-            table.create_index(
-                "vector",
-                config=IvfHnswSq(
-                    distance_type="cosine",
-                    ef_construction=ANN_EF_CONSTRUCTION,
-                    num_partitions=ann_partitions(self.count()),
-                ),
-            )
-            out["indexed"] = True
-        table.optimize()  # compaction and index update; its own cleanup keeps a week of versions
-        older = self._safe_older_than()
-        if older is not None:
-            table.optimize(cleanup_older_than=older)  # nothing left to compact: only the cleanup
-        self._write_state()
-        return out
-
-    def _safe_older_than(self) -> timedelta | None:
-        """The cleanup age that removes only versions superseded more than retention_seconds ago.
-
-        LanceDB removes versions older than a cut-off *by their own timestamp*, and a version
-        written an hour ago and superseded a moment ago may still be being read. With S the newest
-        version whose successor is older than the retention (on LanceDB's clock, measured from
-        the newest version L), an age of (L - S) + retention puts the cut-off at or before S while
-        L is recent, and when L itself is older than the retention every superseded version is
-        safe to remove anyway. Only differences of LanceDB's own timestamps are used."""
-        versions = sorted(self.table().list_versions(), key=lambda v: v["version"])
-        if len(versions) < 2:
-            return None
-        latest = versions[-1]["timestamp"]
-        retention = timedelta(seconds=self.retention_seconds)
-        safe = None
-        for older, newer in zip(versions, versions[1:]):
-            if newer["timestamp"] <= latest - retention:
-                safe = older
-        if safe is None:
-            return None
-        return (latest - safe["timestamp"]) + retention
-
-    def has_index(self) -> bool:
-        return any("vector" in (getattr(i, "columns", None) or []) for i in self.table().list_indices())
-
-    def size_bytes(self) -> int:
-        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
-
     # ---- search -----------------------------------------------------------------------------
 
     def search(
@@ -427,3 +353,12 @@ def open_for_search(data_dir: Path, expected: Fingerprint) -> VectorStore:
             f"{store.path}: no vectors yet; embedding runs behind keyword indexing (`oaken reindex` or the daemon)",
         )
     return store
+
+
+def _writes_since_upkeep(path: Path) -> int:
+    """Writes since the last maintenance, as the state file counts them: each pass opens its own
+    store, so a count kept only in memory would never reach maintain_every."""
+    try:
+        return int(json.loads((path / STATE_FILE).read_text()).get("writes_since_upkeep", 0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0

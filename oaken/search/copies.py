@@ -97,14 +97,15 @@ def fold(
 
 
 def from_index(index: object) -> tuple[Subjects, Bodies]:
-    """fold's `subjects` and `bodies` from index.db: subjects, and the body chunks' text."""
+    """fold's `subjects` and `bodies` from index.db: subjects, and the text of the body and
+    attachment chunks (the same letter with another invoice attached is another message)."""
 
     def subjects(messages: Sequence[int]) -> dict[int, str]:
         return index.subjects(messages)  # type: ignore[attr-defined]
 
     def bodies(messages: Sequence[int]) -> dict[int, str]:
         out: dict[int, list[str]] = {}
-        for c in index.chunks_of(messages, kind="body"):  # type: ignore[attr-defined]
+        for c in index.chunks_of(messages, kind="embedded"):  # type: ignore[attr-defined]
             out.setdefault(c.message, []).append(c.text)
         return {m: "\n".join(parts) for m, parts in out.items()}
 

@@ -40,9 +40,10 @@ def page(
         order: list[tuple[int, float, tuple[Contribution, ...]]] = [(r.message, 0.0, ()) for r in lists[0].ranked]
     else:
         order = [(f.id, f.score, f.contributions) for f in fused]
-    metas = store.metas(m for m, _, _ in order) if sort == "date" else None
-    if metas is not None:
-        order.sort(key=lambda o: (o[0] not in metas, -(metas[o[0]].date if o[0] in metas else 0), o[0]))
+    metas: dict[int, MessageMeta] | None = None
+    if sort == "date":
+        dated = metas = store.metas(m for m, _, _ in order)
+        order.sort(key=lambda o: (o[0] not in dated, -(dated[o[0]].date if o[0] in dated else 0), o[0]))
     copies: dict[int, tuple[int, ...]] = {}
     if fold is not None:  # given for a relevance-ordered list only
         order, copies = fold(order, offset + limit)

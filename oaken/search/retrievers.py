@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from oaken.config import SearchConfig
-from oaken.index.keyword import KeywordChunkHit, KeywordIndex, quote
+from oaken.index.keyword import KeywordChunkHit, KeywordIndex
 from oaken.search.filters import Constraints, as_of
 from oaken.search.matching import MatchPlan
 from oaken.search.types import MatchedChunk, RetrieverTrace
@@ -97,16 +97,18 @@ def keyword(
     snippets and columns: `describe` fills them for the page. A question's graded order needs them."""
     start = time.perf_counter()
     lazy = not details and not plan.question
+    # a question's deep list: its order needs which words each chunk holds, not snippets (the
+    # page's are read by `describe`): 100 snippets cost 146 ms of a 3-word question at 10k messages
+    bare = not details and plan.question
     cons = as_of(cons, store, index.seq())
     asked = min(max(want * cfg.overfetch, want, 1), max(cfg.max_candidates, want))
     rounds = 0
     while True:
         rounds += 1
-        hits = index.query(plan.expression, cons.index, asked, details=not lazy)
+        hits, exhausted = _query(index, plan.expression, cons, asked, details=not lazy, snippets=not bare)
         candidates = [c for c in _collapse(hits, plan, every=lazy) if len(c.held) >= plan.required]
         kept = set(cons.admit(index, store, [c.message for c in candidates], phrases_checked=True))
         admitted = [c for c in candidates if c.message in kept]
-        exhausted = len(hits) < asked
         if len(admitted) >= want or exhausted or asked >= cfg.max_candidates:
             break
         asked = min(asked * 2, cfg.max_candidates)
@@ -115,7 +117,15 @@ def keyword(
     # only once every one-chunk match is listed, so that the list is the same prefix at any depth
     if plan.spread and len(admitted) < want and exhausted:
         spread = _spread(
-            index, store, plan, cons, want - len(admitted), cfg, {c.message for c in admitted}, details=not lazy
+            index,
+            store,
+            plan,
+            cons,
+            want - len(admitted),
+            cfg,
+            {c.message for c in admitted},
+            details=not lazy,
+            snippets=not bare,
         )
     ranked = tuple(
         Ranked(
@@ -127,12 +137,12 @@ def keyword(
                 _holds(c, total)
                 + (" in one chunk" if i <= len(admitted) else " across its chunks")
                 + f"; bm25 {c.best.score:.2f}"
-                + ("" if lazy else _columns(c.best.columns))
+                + ("" if lazy or bare else _columns(c.best.columns))  # `describe` adds them
             ),
             strong=len(c.held) >= total,
             chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
             chunk=c.best.chunk,
-            described=not lazy,
+            described=not lazy and not bare,
             holds_exact=plan.exact_clauses <= c.held,
         )
         for i, c in enumerate([*admitted, *spread], start=1)
@@ -191,6 +201,20 @@ def past_the_list(index: KeywordIndex, plan: MatchPlan, messages: Sequence[int],
     }
 
 
+def _query(
+    index: KeywordIndex, match: str, cons: Constraints, asked: int, *, details: bool, snippets: bool = True
+) -> tuple[list[KeywordChunkHit], bool]:
+    """The best `asked` chunks within the filters, and whether fewer matched. With `cons.side` (the
+    messages changed since index.db was written, without its copy of labels: filters.as_of) both
+    lists are merged by score, so a label set a moment ago finds its messages."""
+    hits = index.query(match, cons.index, asked, details=details, snippets=snippets)
+    if cons.side is None:
+        return hits, len(hits) < asked
+    extra = index.query(match, cons.side, asked, details=details, snippets=snippets)
+    merged = sorted({h.chunk: h for h in (*hits, *extra)}.values(), key=lambda h: (-h.score, h.chunk))
+    return merged[:asked], len(hits) < asked and len(extra) < asked
+
+
 def _holds(c: _Candidate, total: int) -> str:
     return f"holds {len(c.held)} of {total} {'word' if total == 1 else 'words'}"
 
@@ -208,26 +232,27 @@ def _spread(
     cfg: SearchConfig,
     have: set[int],
     details: bool = True,
+    snippets: bool = True,
 ) -> list[_Candidate]:
     """A lookup whose words are in different chunks of one message: chunks holding any of the words,
     kept when their message holds every clause somewhere. Ranked after every one-chunk match;
     `want` more are sought."""
-    if not all(index.matches_anything(" OR ".join(map(quote, alts))) for alts in plan.alternatives):
+    if not all(index.matches_anything(" OR ".join(alts)) for alts in plan.alternatives):
         return []  # a word found nowhere: ranking the others' chunks would be wasted
     asked = min(max(want * cfg.overfetch, want, 1), cfg.max_candidates)
     texts = [t for alts in plan.alternatives for t in alts]
     everything = frozenset(range(len(plan.alternatives)))
     while True:  # widens like the one-chunk matches: a message is listed once one of its chunks is read
-        hits = index.query(plan.spread, cons.index, asked, details=details)
+        hits, exhausted = _query(index, plan.spread, cons, asked, details=details, snippets=snippets)
         candidates = [c for c in _collapse(hits, plan) if c.message not in have]
-        present = index.tokens_present([c.message for c in candidates], texts) if candidates else {}
+        present = index.expressions_present([c.message for c in candidates], texts) if candidates else {}
         whole = [
             c
             for c in candidates
             if all(any(t in present.get(c.message, ()) for t in alts) for alts in plan.alternatives)
         ]
         kept = set(cons.admit(index, store, [c.message for c in whole], phrases_checked=True))
-        if len(kept) >= want or len(hits) < asked or asked >= cfg.max_candidates:
+        if len(kept) >= want or exhausted or asked >= cfg.max_candidates:
             break
         asked = min(asked * 2, cfg.max_candidates)
     # by each message's best chunk read (hits come best first, ties by chunk id): unlike the graded
@@ -253,17 +278,30 @@ def newest(index: KeywordIndex, store: Store, cons: Constraints, want: int) -> R
     offset, page, rounds = 0, max(want, 50), 0
     # is:unread: only raw.db's short list of unread messages is read from the index's date order,
     # instead of the whole mailbox past every read message (917 ms at 100k messages)
-    pool = store.unread_newest(cons.index.account, UNREAD_POOL) if cons.unread and cons.index.account else None
+    pool = store.unread_ids(cons.index.account, UNREAD_POOL) if cons.unread and cons.index.account else None
     if pool is not None:
         ids = frozenset(pool) if cons.index.include_ids is None else cons.index.include_ids & frozenset(pool)
         cons = replace(cons, index=replace(cons.index, include_ids=ids))
+    # the messages changed since index.db was written, read without its copy of labels (as_of):
+    # merged into the date order as the pages reach them
+    side = cons.side
+    pending = index.newest(side, limit=len(side.include_ids or ()), offset=0) if side is not None else []
+    seen: set[int] = set()
     while len(kept) < want:
         rounds += 1
         rows = index.newest(cons.index, limit=page, offset=offset)
-        # raw.db is the truth: read state, triage, and mail deleted since the index was written
-        kept.extend(cons.admit(index, store, [r.message for r in rows]))
         offset += len(rows)
-        if len(rows) < page:
+        last = len(rows) < page
+        if pending:
+            floor = (rows[-1].date, rows[-1].message) if rows and not last else None
+            reached = [h for h in pending if floor is None or (h.date, h.message) >= floor]
+            pending = pending[len(reached) :]
+            rows = sorted({h.message: h for h in (*rows, *reached)}.values(), key=lambda h: (h.date, h.message))[::-1]
+        fresh = [r.message for r in rows if r.message not in seen]
+        seen.update(fresh)
+        # raw.db is the truth: read state, triage, labels, and mail deleted since the index was written
+        kept.extend(cons.admit(index, store, fresh))
+        if last:
             break
         page = min(page * 2, MAX_PAGE)
     kept = kept[:want]

@@ -19,6 +19,8 @@ DEGRADED_REASONS = (
     "timeout",
     "error",
     "keyword_index_unavailable",
+    # the background search server was just started (oaken.search.background): keywords answered
+    "vector_starting",
 )
 
 

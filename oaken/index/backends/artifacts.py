@@ -59,7 +59,7 @@ def _locked(root: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def artifact(root: Path, name: str, build: Callable[[Path], None], *, done: str) -> Path:
+def artifact(root: Path, name: str, build: Callable[[Path], None], *, done: str, model: str = MODEL_NAME) -> Path:
     """root/name, built by `build(tmp_folder)` if absent; `done` is the file whose presence says the
     build finished. A failed build leaves nothing behind and raises VectorUnavailable."""
     final = root / name
@@ -90,6 +90,6 @@ def artifact(root: Path, name: str, build: Callable[[Path], None], *, done: str)
             shutil.rmtree(tmp, ignore_errors=True)
             raise VectorUnavailable(
                 "no_embedder",
-                f"embedder {MODEL_NAME}: exporting {name} into {final} failed: {type(exc).__name__}: {exc}",
+                f"embedder {model}: exporting {name} into {final} failed: {type(exc).__name__}: {exc}",
             ) from exc
     return final

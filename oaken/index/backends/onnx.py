@@ -25,20 +25,31 @@ INT8 = f"onnx-int8-v{EXPORT_VERSION}"
 MODEL_FILE = "model.onnx"
 
 
+def graph_inputs(model_dir: Path) -> tuple[str, ...]:
+    """What the model's graph reads: BERT takes token type ids, MPNet (one token type) does not."""
+    import json
+
+    cfg = json.loads((model_dir / "config.json").read_text())
+    if cfg.get("model_type") == "mpnet" or cfg.get("type_vocab_size", 2) <= 1:
+        return ("input_ids", "attention_mask")
+    return ("input_ids", "attention_mask", "token_type_ids")
+
+
 def export_fp32(model_dir: Path, out: Path) -> None:
     """Write out/model.onnx: token ids in, unit-norm sentence vectors out (dynamic batch, length)."""
     import torch
     from transformers import AutoModel
 
+    names = graph_inputs(model_dir)
+
     class Pooled(torch.nn.Module):
         def __init__(self, bert: torch.nn.Module):
             super().__init__()
-            self.bert = bert
+            self.bert = bert  # the attribute's name is in the graph's weight names: kept as first exported
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            hidden = self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
+        def forward(self, input_ids, attention_mask, *rest):
+            extra = {"token_type_ids": rest[0]} if rest else {}
+            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
@@ -50,13 +61,13 @@ def export_fp32(model_dir: Path, out: Path) -> None:
     with torch.inference_mode():
         torch.onnx.export(
             module,
-            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            (ids, torch.ones_like(ids), torch.zeros_like(ids))[: len(names)],
             str(out / MODEL_FILE),
             dynamo=False,
             opset_version=OPSET,
-            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            input_names=list(names),
             output_names=["embedding"],
-            dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "embedding": {0: "batch"}},
+            dynamic_axes={**{n: axes for n in names}, "embedding": {0: "batch"}},
         )
 
 

@@ -102,6 +102,7 @@ class OpenVinoEmbedder(BatchedEmbedder):
         self.model_file = model_file
         self._compiled = core.compile_model(core.read_model(str(model_file)), "CPU", config)
         self._request = self._compiled.create_infer_request()
+        self._inputs = {name for port in self._compiled.inputs for name in port.get_names()}
         self._lock = threading.Lock()
         self._tokenizer = Tokenizer(model_dir)
 
@@ -112,13 +113,12 @@ class OpenVinoEmbedder(BatchedEmbedder):
 
     def _run(self, batch: Batch) -> np.ndarray:
         with self._lock:
-            self._request.infer(
-                {
-                    "input_ids": batch.input_ids,
-                    "attention_mask": batch.attention_mask,
-                    "token_type_ids": batch.token_type_ids,
-                }
-            )
+            feeds = {
+                "input_ids": batch.input_ids,
+                "attention_mask": batch.attention_mask,
+                "token_type_ids": batch.token_type_ids,
+            }
+            self._request.infer({k: v for k, v in feeds.items() if k in self._inputs})
             return self._request.get_output_tensor(0).data.copy()
 
 
