@@ -92,6 +92,10 @@ def main() -> int:
                 "username": user, "password_file": str(HOME / "password"),
             }},
             "embedder": {"model": args.model},
+            # each search loads the model itself: a background search server (what a first search
+            # starts without a daemon) would answer the first ones from keywords alone while it
+            # loads, and outlive the demo by its idle time
+            "search": {"server_idle_minutes": 0},
         }
         with open(HOME / "config.toml", "wb") as f:
             tomli_w.dump(config, f)

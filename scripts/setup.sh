@@ -31,6 +31,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,fast,vectors]' 2>&1 | grep -v "^WARNING: Location" || true
   .venv/bin/python -c "import oaken, apsw, lancedb, sentence_transformers, imapclient, mailparser, structlog, tomli_w" 
   .venv/bin/python -c "import onnxruntime, onnx, openvino, nncf"  # the fast extra: its tests run in CI
+  .venv/bin/python -c "import mcp, mypy, ruff, pymap"  # dev: the MCP client test, the gates, the second server
   echo "$want" > "$stamp"
 fi
 # Bytecode up front: where PYTHONDONTWRITEBYTECODE is set (as on these machines) every cold

@@ -49,7 +49,7 @@ def test_example_config_is_valid_and_shows_every_key() -> None:
     example = Path(__file__).parent.parent / "config.example.toml"
     c = cfg.load(example)
     data = tomllib.loads(example.read_text())
-    for section in ("search", "index", "embedder", "triage", "daemon", "log", "paths"):
+    for section in ("search", "index", "embedder", "triage", "daemon", "log", "paths", "mcp"):
         defaults = cfg.to_dict(cfg.Config())[section]
         shown = data[section]
         assert set(defaults) <= set(shown), f"[{section}] misses {set(defaults) - set(shown)}"
