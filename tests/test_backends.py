@@ -220,3 +220,22 @@ def test_openvino_tools_report_nothing_about_the_user(loaded: dict) -> None:
     assert convert_impl.tm.__name__ == "openvino.tools.ovc.telemetry_stub"
     with pytest.raises(ImportError):
         import openvino_telemetry  # noqa: F401
+
+
+@pytest.mark.parametrize("name", ("onnx-int8", "openvino-int8"))
+def test_every_length_gives_the_same_vector_as_fp32(name: str, loaded: dict) -> None:
+    """One text alone, at every length from 2 to 256 tokens: OpenVINO's int8 graph was wrong at
+    exactly 32 tokens on some CPUs (cosine 0.87) while the sample, padded longer, passed."""
+    from oaken.index.backends.batching import Batch
+
+    backend, reference = loaded[name], loaded["onnx-fp32"]
+    ids = backend._tokenizer.encode([" ".join(SAMPLE.documents[:3])])[0]
+    assert len(ids) == 256  # the longest the model reads
+    worst = []
+    for length in range(2, 257):
+        seq = np.array([ids[:length]], dtype=np.int64)
+        batch = Batch(np.arange(1), seq, np.ones_like(seq), np.zeros_like(seq))
+        got, ref = backend._run(batch)[0], reference._run(batch)[0]
+        cos = float(got @ ref / (np.linalg.norm(got) * np.linalg.norm(ref)))
+        worst.append((round(cos, 3), length))
+    assert min(worst)[0] > fidelity.COS_MIN, sorted(worst)[:5]

@@ -112,6 +112,8 @@ class OpenVinoEmbedder(BatchedEmbedder):
         return str(self._compiled.get_property("INFERENCE_PRECISION_HINT"))
 
     def _run(self, batch: Batch) -> np.ndarray:
+        if self.backend == "openvino-int8" and batch.input_ids.shape[1] in INT8_BAD_LENGTHS:
+            batch = _padded(batch, 1)
         with self._lock:
             feeds = {
                 "input_ids": batch.input_ids,
@@ -120,6 +122,21 @@ class OpenVinoEmbedder(BatchedEmbedder):
             }
             self._request.infer({k: v for k, v in feeds.items() if k in self._inputs})
             return self._request.get_output_tensor(0).data.copy()
+
+
+# OpenVINO 2026.4.1's CPU plugin gives the int8 graph wrong vectors for exactly 32 tokens (cosine
+# 0.80-0.87 to fp32 at every batch size; every other length from 2 to 256 is >= 0.95), on some
+# CPUs only (not seen on the machine the backend was first measured on). One masked padding token
+# more changes nothing in the pooled vector and avoids that kernel; tests/test_backends.py sweeps
+# every length so that a new such length fails a test, not a user's search.
+INT8_BAD_LENGTHS = frozenset({32})
+
+
+def _padded(batch: Batch, extra: int) -> Batch:
+    def grow(a: np.ndarray) -> np.ndarray:
+        return np.pad(a, ((0, 0), (0, extra)))
+
+    return Batch(batch.rows, grow(batch.input_ids), grow(batch.attention_mask), grow(batch.token_type_ids))
 
 
 def load_float(data_dir: Path, *, threads: int = 0, batch_size: int = 64) -> OpenVinoEmbedder:
