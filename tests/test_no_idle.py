@@ -72,12 +72,19 @@ def _stop(proc: subprocess.Popen) -> int:
     return proc.wait(timeout=20)
 
 
+_counting: list[str] = ["raw.db not opened yet"]
+
+
 def _count() -> int:
+    """Messages in raw.db; what kept it from being read is kept for the failure message."""
     try:
         with open_store(config_mod.resolve_data_dir(config_mod.load()), readonly=True) as store:
-            return store.message_count()
-    except Exception:  # noqa: BLE001 - raw.db not created yet
+            count = store.message_count()
+    except Exception as exc:  # noqa: BLE001 - raw.db not created yet, or being created
+        _counting[0] = f"raw.db: {exc!r}"
         return 0
+    _counting[0] = f"raw.db holds {count}"
+    return count
 
 
 def _logins(box: Mailbox) -> int:
@@ -101,12 +108,12 @@ def test_without_idle_the_daemon_polls_over_one_connection_and_warns_once(
     cfg = config_mod.load()
     before = _logins(box)  # the test's own APPEND
     proc, log = _start(tmp_path, daemons)
-    wait_until("the first sync", lambda: _count() == 3)
+    wait_until("the first sync", lambda: _count() == 3, timeout=60, log=log, detail=lambda: _counting[0])
     time.sleep(20)  # ten poll intervals: a daemon stuck reconnecting would log in ten times or more
     daemon_logins = _logins(box) - before
 
     box.fill("INBOX", real_mail[3:4])  # one more login, the test's
-    wait_until("the short poll to bring the new message", lambda: _count() == 4, timeout=10)  # 5 intervals
+    wait_until("the short poll to bring the new message", lambda: _count() == 4, timeout=10, log=log, detail=lambda: _counting[0])  # 5 intervals
     assert _logins(box) - before - 1 == daemon_logins
 
     assert _stop(proc) == 0
@@ -168,7 +175,7 @@ def test_sessions_dropped_soon_after_login_get_a_growing_backoff(
         box.write_config(data)
         cfg = config_mod.load()
         proc, log = _start(tmp_path, daemons)
-        wait_until("the first sync", lambda: _count() == 3)
+        wait_until("the first sync", lambda: _count() == 3, timeout=60, log=log, detail=lambda: _counting[0])
 
         proxy.cutting = True
         start = _logins(box)
@@ -184,7 +191,7 @@ def test_sessions_dropped_soon_after_login_get_a_growing_backoff(
         assert end - start >= loops  # it did try again
 
         box.fill("INBOX", real_mail[3:4])  # the link is back: within the 16 s ceiling, the mail comes
-        wait_until("the sync after the cuts", lambda: _count() == 4, timeout=60)
+        wait_until("the sync after the cuts", lambda: _count() == 4, timeout=60, log=log, detail=lambda: _counting[0])
         assert _stop(proc) == 0
     finally:
         proxy.close()
