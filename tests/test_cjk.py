@@ -3,8 +3,8 @@ word of two or more characters finds the real message that holds it inside a lon
 the real import and indexer; diacritics fold; an index.db made by the tokenizer before is rebuilt,
 never read as if it could answer.
 
-The messages (tests/data/cjk, origins in its README) are real mail in GB2312, Big5, EUC-JP and
-EUC-KR. Before the oaken_cjk tokenizer, unicode61 made each run of Chinese or Japanese one token
+The messages (tests/data/cjk, origins in its README) are real mail in GB2312, Big5, EUC-JP,
+EUC-KR and Thai in UTF-8. Before the oaken_cjk tokenizer, unicode61 made each run of Chinese or Japanese one token
 and kept a Korean particle on its word, so every search for a word below found nothing.
 """
 
@@ -28,6 +28,7 @@ ZH = "RE: 装硬碟问题"  # debian-chinese-gb, simplified Chinese
 ZH_TW_PREFIX = "[SLAT-talk] 鉅靡6月17日新片又到"  # traditional Chinese, Big5
 JA = "[ports-jp 8947] Re: ipv6 & ruby"
 KO = "NOTE: 한국말로 하는 것"
+TH = "ทักทาย"  # "greetings": unsolicited mail to the linux-acpi list, UTF-8 base64
 FRENCH = "Essai accentué"
 
 
@@ -64,6 +65,10 @@ def subjects(cfg: Config, query: str) -> list[str]:
         ("이름", KO),  # "제 이름은 Jamis입니다.": the word without its particle 은
         ("하나님", KO),  # "하나님을"
         ("한국말", KO),  # the subject's "한국말로"
+        ("สบายดี", TH),  # "ฉันหวังว่าคุณสบายดี" ("I hope you are well"): the end of a run of 19 characters
+        ("ตอบกลับ", TH),  # "โปรดตอบกลับฉ" ("please reply to me", cut short as sent)
+        ("วันนี้", TH),  # "วันนี้คุณเป็นอย่างไรบ้าง": the start of a run, with its vowel and tone marks
+        ("ทักทาย", TH),  # the subject
     ],
 )
 def test_a_word_finds_its_message(cfg: Config, query: str, subject: str) -> None:
@@ -74,6 +79,7 @@ def test_a_word_finds_its_message(cfg: Config, query: str, subject: str) -> None
 def test_a_word_finds_only_the_messages_that_hold_it(cfg: Config) -> None:
     assert subjects(cfg, "硬碟") == [ZH]
     assert subjects(cfg, "이름") == [KO]
+    assert subjects(cfg, "สบายดี") == [TH]
     assert subjects(cfg, "電腦") == []  # traditional 電腦 is not simplified 电脑: no folding across scripts
 
 
