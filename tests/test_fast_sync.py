@@ -189,6 +189,27 @@ def test_the_password_command_runs_once_when_the_full_pass_follows(
     assert (code, full) == (0, False) and runs.read_text().count("x") == 2
 
 
+def test_a_failing_password_command_runs_once_and_is_said_once(
+    mirrored: Mailbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """A command that prompts (pass, gpg's pinentry) and is cancelled is not asked again by the
+    full pass: the full pass reports the check's failure, the same error it would have raised."""
+    runs, secret = tmp_path / "runs", tmp_path / "secret"
+    secret.write_text(mirrored.password)
+    keyword_config(mirrored, password_command=f"echo x >> {runs}; cat {secret}")
+    assert oaken(["sync"], monkeypatch, capsys)[::2] == (0, True)  # the config is checked once
+    assert oaken(["sync"], monkeypatch, capsys)[::2] == (0, False)  # then the light check answers
+    assert runs.read_text().count("x") == 2
+    secret.unlink()  # the command now fails, as a cancelled prompt does
+    monkeypatch.setattr(sys, "argv", ["oaken", "sync"])
+    code = fastpath.main()
+    err = capsys.readouterr().err
+    assert code != 0, err
+    assert runs.read_text().count("x") == 3, "the password command ran twice for one sync"
+    assert err.count("password_command: the command exited with status 1") == 1, err
+    assert credentials._failed == {}
+
+
 def test_without_condstore_every_pass_is_the_full_one(
     basic_imap_box: Mailbox, real_mail: list[bytes], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:

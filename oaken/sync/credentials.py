@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 # a password read by the no-change check of this process, for the full pass after it: taken once
 _handed: dict[tuple[str, str], str] = {}
+# a source that failed in the no-change check, for the full pass to report without asking again
+_failed: dict[tuple[str, str], SyncError] = {}
 
 
 def account_section(account: Any) -> str:
@@ -88,6 +90,9 @@ def password(account: AccountConfig) -> str:
     with the log's redaction."""
     from oaken import log
 
+    failed = _failed.pop(_source(account), None)
+    if failed is not None:
+        raise failed  # a command that prompts (pass, gpg) is not asked twice for one `oaken sync`
     value = _handed.pop(_source(account), None) or read_password(account)
     log.register_secret(value)
     return value
@@ -96,6 +101,12 @@ def password(account: AccountConfig) -> str:
 def hand_over(account: Any, value: str) -> None:
     """Keep a password read_password gave, for the next password() of the same account and source."""
     _handed[_source(account)] = value
+
+
+def hand_over_failure(account: Any, error: SyncError) -> None:
+    """Keep why read_password failed, for the next password() of the same account and source to
+    raise instead of reading again."""
+    _failed[_source(account)] = error
 
 
 def _source(account: Any) -> tuple[str, str]:

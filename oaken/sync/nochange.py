@@ -19,6 +19,7 @@ import os
 import sys
 import time
 
+from oaken.errors import SyncError
 from oaken.sync import credentials, light_config, light_imap
 from oaken.sync.folder_rules import assumed_uses, moved_away, row_kept, unchanged, wanted
 
@@ -104,6 +105,9 @@ def run(options: dict[str, Any]) -> int | None:
         return None
     try:
         password = credentials.read_password(account)
+    except SyncError as e:  # the full pass says why, without running a password command twice
+        credentials.hand_over_failure(account, e)
+        return None
     except Exception:  # noqa: BLE001 - the full pass reads it again and says why it cannot
         return None
     try:
