@@ -130,6 +130,7 @@ class Build:
 
     parts: str  # "default" (LanceDB's), "sqrt", an integer, or "n/K" (rows / K, at least 1)
     efc: int
+    m: int = 20  # HNSW links per node
 
     def partitions(self, rows: int) -> int | None:
         if self.parts == "default":
@@ -141,7 +142,7 @@ class Build:
         return int(self.parts)
 
     def label(self) -> str:
-        return f"parts={self.parts},efc={self.efc}"
+        return f"parts={self.parts},efc={self.efc}" + (f",m={self.m}" if self.m != 20 else "")
 
 
 @dataclass(frozen=True)
@@ -375,6 +376,7 @@ def build(base: Path, dest: Path, b: Build, keep: bool = False) -> tuple[Any, fl
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(base, dest)
     V.ANN_EF_CONSTRUCTION = b.efc
+    V.ANN_M = b.m
     V.ann_partitions = b.partitions
     store = V.VectorStore(dest, retention_seconds=0.0)
     start = time.perf_counter()
@@ -450,7 +452,7 @@ def _settings(text: str) -> list[tuple[Build, Query]]:
     out = []
     for item in filter(None, (s.strip() for s in text.split(";"))):
         kv = dict(part.split("=", 1) for part in item.split(","))
-        out.append((Build(kv.get("parts", "default"), int(kv.get("efc", 64))),
+        out.append((Build(kv.get("parts", "default"), int(kv.get("efc", 64)), int(kv.get("m", 20))),
                     Query(None if kv.get("nprobes", "default") == "default" else int(kv["nprobes"]),
                           int(kv.get("ef", 300)), int(kv.get("refine", 2)))))
     return out

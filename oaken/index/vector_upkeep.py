@@ -89,6 +89,7 @@ class VectorUpkeep:
                 config=IvfHnswSq(
                     distance_type="cosine",
                     ef_construction=vectors.ANN_EF_CONSTRUCTION,
+                    m=vectors.ANN_M,
                     num_partitions=vectors.ann_partitions(self.count()),
                 ),
             )
