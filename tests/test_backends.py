@@ -239,3 +239,5 @@ def test_every_length_gives_the_same_vector_as_fp32(name: str, loaded: dict) -> 
         cos = float(got @ ref / (np.linalg.norm(got) * np.linalg.norm(ref)))
         worst.append((round(cos, 3), length))
     assert min(worst)[0] > fidelity.COS_MIN, sorted(worst)[:5]
+    if name == "openvino-int8":  # what the embedding pass asks before repairing an older store
+        assert isinstance(backend.wrong_without_padding(), bool)

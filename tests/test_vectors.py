@@ -128,7 +128,7 @@ def test_prefilters_through_the_scalar_indexes_keep_exactly_the_rows_they_name(t
         msgs[m] = fields(m, account=("work", "home")[m % 2], date=1_600_000_000 + m * 3600,
                          labels=(("INBOX",), ("Receipts",), ("INBOX", "Travel"))[m % 3],
                          folders=(("INBOX",), ("Archive",), ("Sent",), ("INBOX", "Archive"))[m % 4],
-                         disposition=("inbox", "archived", "spam")[m % 3 == 0 and m % 2], thread=m % 7)
+                         disposition=("inbox", "archived", "spam")[m % 5 % 3], thread=m % 7)
     vecs = rng.normal(size=(n, 8)).astype(np.float32)
     store.upsert(msgs, [ChunkVector(m, m, vecs[m - 1]) for m in msgs])
     store.maintain(index=False)
@@ -520,3 +520,51 @@ def test_upkeep_counts_writes_across_stores_and_passes(tmp_path: Path, monkeypat
         store.finish_pass(1)
     assert len(calls) >= 2
     assert VectorStore(tmp_path, maintain_every=3)._writes < 3
+
+
+class _Int8Kernel:
+    """The concept embedder under the name of openvino-int8, with a kernel that is wrong at 32
+    tokens or not (`wrong`): what oaken.index.backend_record.int8_repair_due asks."""
+
+    backend = "openvino-int8"
+
+    def __init__(self, inner, wrong: bool):
+        self._inner, self.wrong = inner, wrong
+        self.name, self.dim, self.fingerprint = inner.name, inner.dim, inner.fingerprint
+
+    def wrong_without_padding(self) -> bool:
+        return self.wrong
+
+    def embed_documents(self, texts):
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self._inner.embed_query(text)
+
+
+@pytest.mark.parametrize("wrong", [True, False])
+def test_openvino_int8_vectors_of_an_older_oaken_are_rebuilt_once_where_the_kernel_was_wrong(
+        indexed: config_mod.Config, wrong: bool) -> None:
+    """openvino-int8 gave wrong vectors to every text of a 32-token batch on some CPUs: a store an
+    older Oaken filled with it (no repairs record) is rebuilt once, the cache forgotten so the
+    vectors are encoded again, where this CPU's kernel is wrong; elsewhere nothing is redone."""
+    from oaken.index import backend_record
+    from oaken.index.embed_cache import open_cache
+
+    cfg = concept(indexed)
+    data_dir = config_mod.resolve_data_dir(cfg)
+    fake = _Int8Kernel(load_embedder(cfg), wrong)
+    first = embedding.embed_pending(cfg, embedder=fake)
+    assert first.embedded > 0 and first.encoded > 0
+    assert (data_dir / backend_record.REPAIRS_FILE).exists()  # a new store carries the fix: no check later
+    (data_dir / backend_record.REPAIRS_FILE).unlink()  # as an older Oaken left it
+    with open_cache(data_dir) as cache:
+        cached = cache.count()
+    assert cached > 0
+
+    again = embedding.embed_pending(cfg, embedder=fake)
+    assert again.rebuilt is wrong
+    assert again.encoded == (first.encoded if wrong else 0)  # encoded again, not read from the cache
+    assert json.loads((data_dir / backend_record.REPAIRS_FILE).read_text()) == {backend_record.INT8_32: True}
+    third = embedding.embed_pending(cfg, embedder=fake)
+    assert (third.rebuilt, third.encoded) == (False, 0)  # once

@@ -61,3 +61,49 @@ def incompatible_backend(store: VectorStore, embedder: Embedder, data_dir: Path)
             note="the fidelity checks do not allow mixing them",
         )
     return bool(bad)
+
+
+REPAIRS_FILE = "vector-repairs.json"  # in the data directory: repairs of stored vectors done once
+INT8_32 = "openvino-int8-32"
+
+
+def int8_repair_due(store: VectorStore, embedder: Embedder, data_dir: Path) -> bool:
+    """True once when vectors/ (and the embedding cache) may hold openvino-int8 vectors an older
+    Oaken computed for batches of exactly 32 tokens on a CPU whose int8 kernel is wrong there
+    (oaken.index.backends.openvino.INT8_BAD_LENGTHS): every text of such a batch got a wrong
+    vector. Decided by running this CPU's kernel both ways (milliseconds); on a CPU that gets it
+    right, or a store without openvino-int8 rows, nothing is rebuilt. Recorded in REPAIRS_FILE
+    by `int8_repair_done` so the check runs once per data directory."""
+    import json
+
+    try:
+        done = json.loads((Path(data_dir) / REPAIRS_FILE).read_text()).get(INT8_32, False)
+    except (OSError, ValueError, AttributeError):
+        done = False
+    if done:
+        return False
+    if store.count() == 0 or "openvino-int8" not in stored_backends(store):
+        int8_repair_done(data_dir)  # rows written from now on carry the fix
+        return False
+    probe = getattr(embedder, "wrong_without_padding", None)
+    if backend_of(embedder) != "openvino-int8" or probe is None:
+        return False  # the kernel that wrote them is not loaded: asked again on a later pass
+    if probe():
+        return True
+    int8_repair_done(data_dir)
+    return False
+
+
+def int8_repair_done(data_dir: Path) -> None:
+    import json
+
+    from oaken.index.vector_files import write_json
+
+    path = Path(data_dir) / REPAIRS_FILE
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        record = {}
+    if not isinstance(record, dict):
+        record = {}
+    write_json(path, {**record, INT8_32: True})

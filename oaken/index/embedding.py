@@ -33,7 +33,13 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 from oaken import config as config_mod
 from oaken.config import Config
 from oaken.index import vector_plan, writelock
-from oaken.index.backend_record import incompatible_backend, incompatible_with, stored_backends  # noqa: F401 - re-exported
+from oaken.index.backend_record import (  # noqa: F401 - re-exported
+    incompatible_backend,
+    incompatible_with,
+    int8_repair_done,
+    int8_repair_due,
+    stored_backends,
+)
 from oaken.index.embed_cache import embed_cached, open_cache
 from oaken.index.embedders import Embedder, backend_of, load_embedder
 from oaken.index.vector_files import (  # noqa: F401 - re-exported
@@ -178,6 +184,16 @@ def _embed(
                     generation=generation,
                     reason="vectors of a backend the fidelity checks do not allow to mix",
                 )
+            elif not rebuilt and int8_repair_due(store, embedder, data_dir):
+                with open_cache(store.path.parent) as cache:
+                    cache.drop_other_models(keep="")  # the wrong vectors are cached too
+                rebuilt = store.ensure(
+                    fp,
+                    rebuild=True,
+                    generation=generation,
+                    reason="openvino-int8 vectors of 32-token batches, wrong on this CPU before this version",
+                )
+                int8_repair_done(data_dir)
             store.record_backend(backend_of(embedder))
         raw_seq = raw.seq()
         index_state = index.chunk_state()  # read before the chunks: a later change shows as a mismatch

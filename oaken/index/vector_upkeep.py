@@ -132,8 +132,17 @@ class VectorUpkeep:
         have = {c for i in table.list_indices() for c in (getattr(i, "columns", None) or [])}
         wanted = [(column, "btree") for column in self.KEY_COLUMNS] + list(self.FILTER_INDEXES)
         for column, kind in wanted:
-            if column not in have:
+            if column in have:
+                continue
+            if column in self.KEY_COLUMNS:
                 table.create_index(column, config=kinds[kind]())
+                continue
+            try:
+                table.create_index(column, config=kinds[kind]())
+            except Exception as exc:  # noqa: BLE001 - a filter index is for speed: never a failed pass
+                from oaken import log
+
+                log.get().warning("vector_filter_index_failed", column=column, kind=kind, error=repr(exc))
 
     def _safe_older_than(self) -> timedelta | None:
         """The cleanup age that removes only versions superseded more than retention_seconds ago.

@@ -114,6 +114,22 @@ class OpenVinoEmbedder(BatchedEmbedder):
     def _run(self, batch: Batch) -> np.ndarray:
         if self.backend == "openvino-int8" and batch.input_ids.shape[1] in INT8_BAD_LENGTHS:
             batch = _padded(batch, 1)
+        return self._infer(batch)
+
+    def wrong_without_padding(self) -> bool:
+        """Whether this CPU's kernel gives other vectors at the INT8_BAD_LENGTHS than one masked
+        token longer: the vectors an older Oaken stored for such batches are then wrong."""
+        words = "the quarterly report on gas pipeline capacity was sent to the board before the meeting " * 4
+        ids = self._tokenizer.encode([words])[0]
+        for length in sorted(INT8_BAD_LENGTHS):
+            seq = np.array([ids[: length - 1] + ids[-1:]], dtype=np.int64)  # [CLS] ... [SEP]
+            batch = Batch(np.arange(1), seq, np.ones_like(seq), np.zeros_like(seq))
+            a, b = self._infer(batch)[0], self._infer(_padded(batch, 1))[0]
+            if float(a @ b) / float(np.linalg.norm(a) * np.linalg.norm(b) or 1.0) < 0.99:
+                return True
+        return False
+
+    def _infer(self, batch: Batch) -> np.ndarray:
         with self._lock:
             feeds = {
                 "input_ids": batch.input_ids,
