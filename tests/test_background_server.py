@@ -149,7 +149,11 @@ def test_two_first_searches_at_once_start_one_server(home: Path) -> None:
         procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   env=env, cwd=ROOT, text=True) for _ in range(3)]
         answers = [(json.loads(p.communicate(timeout=120)[0]), p.returncode) for p in procs]
-        assert all(rc == 0 and a["degraded_reason"] == "vector_starting" and a["hits"] for a, rc in answers)
+        # each is answered from keywords while the server starts, or, on a machine slow enough
+        # that a process starts after the server is ready, by the server: never anything else
+        said = [(rc, a["degraded_reason"], len(a["hits"])) for a, rc in answers]
+        assert all(rc == 0 and reason in ("vector_starting", None) and hits for rc, reason, hits in said), said
+        assert any(reason == "vector_starting" for _, reason, _ in said), said  # the first ones found none
         wait_until("the background server", lambda: ready(home), timeout=60)
         assert len(servers(home)) == 1
         stop_server(home)
