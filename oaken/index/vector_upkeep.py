@@ -130,12 +130,11 @@ class VectorUpkeep:
 
         kinds = {"btree": BTree, "bitmap": Bitmap, "label_list": LabelList}
         have = {c for i in table.list_indices() for c in (getattr(i, "columns", None) or [])}
-        wanted = [(column, "btree") for column in self.KEY_COLUMNS] + list(self.FILTER_INDEXES)
-        for column, kind in wanted:
+        for column in self.KEY_COLUMNS:
+            if column not in have:
+                table.create_index(column, config=BTree())
+        for column, kind in self.FILTER_INDEXES:
             if column in have:
-                continue
-            if column in self.KEY_COLUMNS:
-                table.create_index(column, config=kinds[kind]())
                 continue
             try:
                 table.create_index(column, config=kinds[kind]())
