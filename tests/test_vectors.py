@@ -556,7 +556,7 @@ def test_openvino_int8_vectors_of_an_older_oaken_are_rebuilt_once_where_the_kern
     fake = _Int8Kernel(load_embedder(cfg), wrong)
     first = embedding.embed_pending(cfg, embedder=fake)
     assert first.embedded > 0 and first.encoded > 0
-    assert (data_dir / backend_record.REPAIRS_FILE).exists()  # a new store carries the fix: no check later
+    assert (data_dir / backend_record.REPAIRS_FILE).exists()  # checked on the first pass: nothing to redo
     (data_dir / backend_record.REPAIRS_FILE).unlink()  # as an older Oaken left it
     with open_cache(data_dir) as cache:
         cached = cache.count()
@@ -568,3 +568,22 @@ def test_openvino_int8_vectors_of_an_older_oaken_are_rebuilt_once_where_the_kern
     assert json.loads((data_dir / backend_record.REPAIRS_FILE).read_text()) == {backend_record.INT8_32: True}
     third = embedding.embed_pending(cfg, embedder=fake)
     assert (third.rebuilt, third.encoded) == (False, 0)  # once
+
+
+@pytest.mark.parametrize("wrong", [True, False])
+def test_a_deleted_vector_store_is_not_filled_again_from_wrong_cached_int8_vectors(
+        indexed: config_mod.Config, wrong: bool) -> None:
+    """vectors/ is disposable, but the embedding cache beside it is keyed by the model: deleting
+    vectors/ of an older Oaken's openvino-int8 store would fill it again from the wrong cached
+    vectors. Where the kernel was wrong, the cache is forgotten and the vectors encoded again."""
+    from oaken.index import backend_record
+
+    cfg = concept(indexed)
+    data_dir = config_mod.resolve_data_dir(cfg)
+    fake = _Int8Kernel(load_embedder(cfg), wrong)
+    first = embedding.embed_pending(cfg, embedder=fake)
+    (data_dir / backend_record.REPAIRS_FILE).unlink()  # as an older Oaken left it
+    drop(data_dir)  # the user deletes the derived store
+    again = embedding.embed_pending(cfg, embedder=fake)
+    assert again.embedded == first.embedded
+    assert again.encoded == (first.encoded if wrong else 0)

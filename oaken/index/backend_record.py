@@ -5,6 +5,7 @@ not be mixed with the configured one's; a search leaves them out."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -67,27 +68,18 @@ REPAIRS_FILE = "vector-repairs.json"  # in the data directory: repairs of stored
 INT8_32 = "openvino-int8-32"
 
 
-def int8_repair_due(store: VectorStore, embedder: Embedder, data_dir: Path) -> bool:
-    """True once when vectors/ (and the embedding cache) may hold openvino-int8 vectors an older
+def int8_repair_due(embedder: Embedder, data_dir: Path) -> bool:
+    """True once when the embedding cache and vectors/ may hold openvino-int8 vectors an older
     Oaken computed for batches of exactly 32 tokens on a CPU whose int8 kernel is wrong there
     (oaken.index.backends.openvino.INT8_BAD_LENGTHS): every text of such a batch got a wrong
-    vector. Decided by running this CPU's kernel both ways (milliseconds); on a CPU that gets it
-    right, or a store without openvino-int8 rows, nothing is rebuilt. Recorded in REPAIRS_FILE
-    by `int8_repair_done` so the check runs once per data directory."""
-    import json
-
-    try:
-        done = json.loads((Path(data_dir) / REPAIRS_FILE).read_text()).get(INT8_32, False)
-    except (OSError, ValueError, AttributeError):
-        done = False
-    if done:
-        return False
-    if store.count() == 0 or "openvino-int8" not in stored_backends(store):
-        int8_repair_done(data_dir)  # rows written from now on carry the fix
+    vector. Decided by running the loaded int8 kernel both ways (milliseconds); a CPU that gets
+    it right is recorded at once. The cache is asked about too, not only vectors/: it is keyed by
+    the model, so a rebuilt or deleted vectors/ would be filled from it again."""
+    if _repairs(data_dir).get(INT8_32):
         return False
     probe = getattr(embedder, "wrong_without_padding", None)
     if backend_of(embedder) != "openvino-int8" or probe is None:
-        return False  # the kernel that wrote them is not loaded: asked again on a later pass
+        return False  # the kernel that may have written them is not loaded: asked on a later pass
     if probe():
         return True
     int8_repair_done(data_dir)
@@ -95,15 +87,14 @@ def int8_repair_due(store: VectorStore, embedder: Embedder, data_dir: Path) -> b
 
 
 def int8_repair_done(data_dir: Path) -> None:
-    import json
-
     from oaken.index.vector_files import write_json
 
-    path = Path(data_dir) / REPAIRS_FILE
+    write_json(Path(data_dir) / REPAIRS_FILE, {**_repairs(data_dir), INT8_32: True})
+
+
+def _repairs(data_dir: Path) -> dict:
     try:
-        record = json.loads(path.read_text())
+        record = json.loads((Path(data_dir) / REPAIRS_FILE).read_text())
     except (OSError, ValueError):
-        record = {}
-    if not isinstance(record, dict):
-        record = {}
-    write_json(path, {**record, INT8_32: True})
+        return {}
+    return record if isinstance(record, dict) else {}

@@ -184,15 +184,16 @@ def _embed(
                     generation=generation,
                     reason="vectors of a backend the fidelity checks do not allow to mix",
                 )
-            elif not rebuilt and int8_repair_due(store, embedder, data_dir):
+            if int8_repair_due(embedder, data_dir):
                 with open_cache(store.path.parent) as cache:
                     cache.drop_other_models(keep="")  # the wrong vectors are cached too
-                rebuilt = store.ensure(
-                    fp,
-                    rebuild=True,
-                    generation=generation,
-                    reason="openvino-int8 vectors of 32-token batches, wrong on this CPU before this version",
-                )
+                if store.count():
+                    rebuilt = store.ensure(
+                        fp,
+                        rebuild=True,
+                        generation=generation,
+                        reason="openvino-int8 vectors of 32-token batches, wrong on this CPU before this version",
+                    )
                 int8_repair_done(data_dir)
             store.record_backend(backend_of(embedder))
         raw_seq = raw.seq()
