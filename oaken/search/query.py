@@ -261,18 +261,11 @@ class _Flat:
             f[simple[c.name]].append(v)
         elif c.name in ("bcc", "deliveredto", "list"):
             f["headers"].append((c.name, v))
-        elif c.name == "date":
-            lo, hi = grammar.bounds(v)
-            if lo is not None:
-                f["afters"].append(lo)
-            if hi is not None:
-                f["befores"].append(hi)
-        elif c.name == "size":
-            lo, hi = grammar.bounds(v)
-            if lo is not None:
-                f["larger"].append(lo)
-            if hi is not None:
-                f["smaller"].append(hi)
+        elif c.name in ("date", "size"):  # a range: its low end and its high end, each if given
+            low, high = ("afters", "befores") if c.name == "date" else ("larger", "smaller")
+            for into, bound in zip((low, high), grammar.bounds(v)):
+                if bound is not None:
+                    f[into].append(bound)
         elif c.name == "disposition":
             f["dispositions"].extend(v if isinstance(v, tuple) else ())
         elif c.name == "unread":
