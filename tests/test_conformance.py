@@ -492,9 +492,10 @@ def test_the_daemon_idles_pushes_a_read_flag_and_stops_on_sigterm(server_box: Se
             cwd=ROOT,
         )
     try:
-        wait_until("the first sync", lambda: count() == 7)
+        daemon_log = tmp_path / "daemon.log"
+        wait_until("the first sync", lambda: count() == 7, log=daemon_log)
         box.fill("INBOX", real_mail[7:8])
-        wait_until("IDLE to bring the new message (the poll interval is 30 s)", lambda: count() == 8)
+        wait_until("IDLE to bring the new message (the poll interval is 30 s)", lambda: count() == 8, log=daemon_log)
         first = _by_uid(cfg)[0]
         with _store(cfg) as store, store.transaction():
             mid = store.meta(first).message_id
