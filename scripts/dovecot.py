@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -31,10 +32,24 @@ STATE_FILE = Path(tempfile.gettempdir()) / "oaken-dovecot.json"
 DEFAULT_USER = ("oaken", "oaken-test-password")
 
 
+_ports = random.SystemRandom()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nobody listens on, for a server started a moment later. Taken below the
+    kernel's ephemeral range (32768-60999 by default), where bind(0) and every outgoing
+    connection take theirs: a port from bind(0) is free only until the next connection of any
+    process on the machine takes it as its own, which then keeps the server from starting."""
+    low, high = 20000, 32000
+    for _ in range(200):
+        port = _ports.randrange(low, high)  # not the module's generator, which a test may seed
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free loopback port between {low} and {high}")
 
 
 def ensure_installed() -> None:
