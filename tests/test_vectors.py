@@ -15,6 +15,7 @@ import pytest
 
 from oaken import chunking
 from oaken import config as config_mod
+from oaken.daemon.index_worker import IndexWorker
 from oaken.errors import VectorUnavailable
 from oaken.index import coverage, embedding, indexer, vectors
 from oaken.index.embedders import load_embedder
@@ -291,6 +292,59 @@ def test_cleanup_never_breaks_a_concurrent_reader(tmp_path: Path) -> None:
     assert result["n_errors"] == 0, result["errors"]
     assert result["ok"] > 0
     assert store.count() == n
+
+
+def test_what_a_maintenance_superseded_is_removed_once_its_retention_has_passed(tmp_path: Path) -> None:
+    """A build's last maintenance supersedes every window it wrote a moment before; those stay
+    through the retention for readers, and were left until the next maintenance (vectors/ at
+    ~3.5x its size at 100,000 messages). The first pass after the retention removes them."""
+    rng = np.random.default_rng(0)
+    store = new_store(tmp_path, retention_seconds=1.0)
+    for m in range(8):  # a build: one version a batch
+        store.insert({m: fields(m)}, [ChunkVector(m * 10 + k, m, v) for k, v in enumerate(_random_unit(rng, 50))])
+    store.maintain()
+    kept = len(store.table().list_versions())
+    size = store.size_bytes()
+    assert kept > 1  # inside the retention: kept for readers that opened them
+    assert vectors.cleanup_after(tmp_path) is not None and not vectors.cleanup_due(tmp_path)
+    VectorStore(tmp_path, retention_seconds=1.0).finish_pass(0)  # too early: nothing removed
+    assert len(store.table().list_versions()) == kept
+    deadline = time.monotonic() + 30
+    while not vectors.cleanup_due(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert vectors.cleanup_due(tmp_path)
+    later = VectorStore(tmp_path, retention_seconds=1.0)  # another pass, maybe another process
+    later.finish_pass(0)
+    assert len(later.table().list_versions()) == 1
+    assert later.size_bytes() < size
+    assert later.count() == 400
+    assert vectors.cleanup_after(tmp_path) is None  # once per maintenance
+    q = _random_unit(rng)[0]
+    assert len(later.search(q, VectorFilters(), 10)) == 10
+
+
+def test_a_no_change_pass_does_the_cleanup_when_it_is_due(indexed: config_mod.Config) -> None:
+    """A pass with nothing to embed is found without LanceDB, so it would never reach the
+    cleanup; when one is due it opens the store for it. The daemon asks the same question."""
+    cfg = concept(indexed)
+    cfg = dataclasses.replace(cfg, index=dataclasses.replace(cfg.index, vector_retention_seconds=0.5))
+    data_dir = config_mod.resolve_data_dir(cfg)
+    embedding.embed_pending(cfg)
+    VectorStore(data_dir, retention_seconds=0.5).maintain()
+    assert not indexer.upkeep_due(cfg)
+    deadline = time.monotonic() + 30
+    while not indexer.upkeep_due(cfg) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert indexer.upkeep_due(cfg)
+    assert len(VectorStore(data_dir).table().list_versions()) > 1
+    worker = IndexWorker(cfg)  # the daemon starts a pass for it, and not again every second
+    assert (worker._behind(), worker._behind()) == (True, False)
+    report = embedding.embed_pending(cfg)
+    assert (report.embedded, report.removed) == (0, 0)
+    assert len(VectorStore(data_dir).table().list_versions()) == 1
+    assert not indexer.upkeep_due(cfg)
+    none = dataclasses.replace(cfg, embedder=config_mod.EmbedderConfig(model="none"))
+    assert not indexer.upkeep_due(none)
 
 
 def test_state_file_tells_status_what_is_stored_without_lancedb(tmp_path: Path) -> None:

@@ -32,7 +32,9 @@ class IndexWorker:
 
     Changes that do not come from sync (`oaken triage`, `oaken show` marking a message read, an
     email client writing labels through the API) are found by looking at raw.db's change seq
-    every FOLLOW_SECONDS: two one-row reads, so index.db follows within about a second."""
+    every FOLLOW_SECONDS: two one-row reads, so index.db follows within about a second. The same
+    look finds a cleanup of vectors/ that a maintenance left for after its retention, and the
+    vector pass it starts does it (VectorUpkeep.tidy)."""
 
     FOLLOW_SECONDS = 1.0
     RETRY_SECONDS = 30.0  # after a failed pass, before raw.db's changes alone start another
@@ -43,6 +45,7 @@ class IndexWorker:
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="indexer", daemon=True)
         self._quiet_until = 0.0
+        self._upkeep_quiet_until = 0.0
 
     def start(self) -> IndexWorker:
         self.thread.start()
@@ -63,7 +66,7 @@ class IndexWorker:
                 index_now(self.config, stop=self.stopping)  # vectors, when nothing new is waiting
 
     def _behind(self) -> bool:
-        """Whether raw.db changed after what index.db has indexed."""
+        """Whether raw.db changed after what index.db has indexed, or vectors/ waits for its cleanup."""
         if self.stopping.is_set() or time.monotonic() < self._quiet_until:
             return False
         try:
@@ -71,7 +74,13 @@ class IndexWorker:
         except ImportError:
             return False
         try:
-            return indexer.behind(self.config)
+            if indexer.behind(self.config):
+                return True
+            if time.monotonic() < self._upkeep_quiet_until or not indexer.upkeep_due(self.config):
+                return False
+            # a pass that cannot reach the cleanup (vectors no longer installed) is not started every second
+            self._upkeep_quiet_until = time.monotonic() + self.RETRY_SECONDS
+            return True
         except Exception as e:  # noqa: BLE001 - the pass it would start reports the fault
             log.get("oaken.daemon").warning(
                 "cannot tell whether index.db is behind raw.db", error=f"{type(e).__name__}: {e}"

@@ -46,6 +46,7 @@ from oaken.index.vector_files import (  # noqa: F401 - re-exported
     CURSOR_FILE,
     LAST_PASS_FILE,
     chunker_version,
+    cleanup_due,
     followed_seq,
     forget_last_pass,
     read_cursor,
@@ -266,6 +267,8 @@ def _nothing_to_do(config: Config, data_dir: Path, last: dict | None) -> EmbedRe
     if not folder.is_dir():
         # nothing embedded yet, and nothing to embed
         return EmbedReport(config.embedder.model, 0, 0, 0, 0, 0, 0, False, 0.0) if state[1] == 0 else None
+    if cleanup_due(data_dir):
+        return None  # the pass ends with the cleanup a maintenance left for later (VectorUpkeep.tidy)
     if last is not None and last.get("raw_seq") == raw_seq and last.get("index") == list(state):
         return EmbedReport(str(last["fingerprint"]["model"]), int(last.get("chunks", 0)), 0, 0, 0, 0, 0, False, 0.0)
     return None

@@ -221,6 +221,14 @@ def behind(cfg: Config) -> bool:
         return True  # stale, damaged or locked: the pass rebuilds it or reports why not
 
 
+def upkeep_due(cfg: Config) -> bool:
+    """Whether vectors/ waits for the cleanup its last maintenance left for later (one small
+    JSON read: VectorUpkeep.tidy); the daemon asks this with `behind`."""
+    from oaken.index.vector_files import cleanup_due
+
+    return cfg.embedder.model != "none" and cleanup_due(config_mod.resolve_data_dir(cfg))
+
+
 def _vector_pass(cfg: Config, progress: Progress | None, stop: threading.Event | None = None) -> dict[str, Any] | None:
     """The embedding pass of the vector side, after the keyword pass; its failure is reported, not
     raised: keyword search is complete without it."""

@@ -54,6 +54,21 @@ def read_state(data_dir: Path) -> dict[str, Any] | None:
         return None
 
 
+def cleanup_after(data_dir: Path) -> float | None:
+    """The time (time.time()) after which the versions the last maintenance superseded, kept
+    through the retention, may be removed; None when none wait (see VectorUpkeep.tidy)."""
+    state = read_state(data_dir)
+    value = state.get("cleanup_after") if isinstance(state, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def cleanup_due(data_dir: Path) -> bool:
+    """A deferred cleanup is waiting and its time has come: read without LanceDB, so the daemon
+    can ask every second and a no-change pass still loads nothing."""
+    at = cleanup_after(data_dir)
+    return at is not None and time.time() >= at
+
+
 def drop(data_dir: Path, *, rebuilding: str | None = None) -> None:
     """Remove vectors/ (derived data: `oaken reindex` rebuilds it; the embed cache makes that quick).
     With `rebuilding` (why), the new vectors/ is marked as being rebuilt until the embedding pass

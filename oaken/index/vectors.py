@@ -22,6 +22,7 @@ versions of roughly the last two retention periods plus at most `maintain_every`
 from __future__ import annotations
 
 import json
+import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -32,6 +33,8 @@ from oaken.errors import VectorUnavailable
 from oaken.index.vector_files import (  # noqa: F401 - re-exported
     REBUILDING_FILE,
     STATE_FILE,
+    cleanup_after,
+    cleanup_due,
     drop,
     mark_rebuilding,
     read_state,
@@ -58,6 +61,11 @@ from oaken.index.vector_rows import (
 from oaken.index.vector_upkeep import VectorUpkeep
 
 TABLE = "chunks"
+# LanceDB 0.40 prints a warning to stderr on every optimize() that updates the ANN index, asking
+# whether index statistics should keep the IVF centroids (a future default drops them). Oaken
+# reads no index statistics: take the new behaviour, and keep `oaken reindex` and the daemon's
+# log free of it. Read by LanceDB when it optimizes, so setting it before any use is enough.
+os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
 # Defaults; [index] settings of the same names override them (see `store_settings`).
 ANN_MIN_ROWS = 10_000  # brute force below (exact; ~20 ms at 10k with prefilters), IVF-HNSW-SQ above (~4 ms)
 RETENTION_SECONDS = 60.0  # a version outlives its successor by this long: longer than any search
@@ -116,6 +124,7 @@ class VectorStore(VectorUpkeep):
         self.retention_seconds = retention_seconds
         self.maintain_every = maintain_every
         self._writes = _writes_since_upkeep(self.path)
+        self._cleanup_after = cleanup_after(data_dir)
         self._state_written = 0.0
         self._table: Any = None
 
