@@ -61,6 +61,52 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
         Store(tmp_path / "raw.db")
 
 
+def _open_at_once(path: str, ready, go, answers) -> None:  # a child process of the test below
+    ready.release()
+    go.wait()
+    try:
+        Store(path).close()
+        answers.put("ok")
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        answers.put(f"{type(e).__name__}: {e}")
+
+
+def test_processes_creating_raw_db_at_once_all_open_it(tmp_path: Path) -> None:
+    """The daemon's first start beside an `oaken import` or a search: each read schema version 0
+    outside a transaction and migrated, and one failed on "table meta already exists" (how the
+    daemon's first sync timed out in CI); switching to WAL answered BUSY at once as well."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    for i in range(12):
+        path = str(tmp_path / f"raw-{i}.db")
+        ready, go, answers = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
+        procs = [ctx.Process(target=_open_at_once, args=(path, ready, go, answers)) for _ in range(3)]
+        for p in procs:
+            p.start()
+        for _ in procs:
+            assert ready.acquire(timeout=30)
+        go.set()
+        got = [answers.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+        assert got == ["ok"] * 3, got
+        with Store(path, readonly=True) as store:
+            assert store.db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+
+
+def test_a_search_never_creates_the_schema_another_process_is_creating(tmp_path: Path) -> None:
+    """A read-only open of a raw.db still at schema 0 (a file another process has just made) is
+    'no mail yet', not an upgrade that races that process's own migration."""
+    path = tmp_path / "raw.db"
+    apsw.Connection(str(path)).close()  # the empty file a first writer makes before its migration
+    with pytest.raises(StoreError, match="no mail yet"):
+        Store(path, readonly=True)
+    check = apsw.Connection(str(path))
+    assert check.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    check.close()
+
+
 def test_message_stored_once_with_a_location_per_folder(store: Store) -> None:
     raw = msg("one@x")
     r1 = add(store, raw, "INBOX", uidvalidity=7, uid=1)

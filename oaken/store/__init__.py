@@ -12,6 +12,7 @@ deleted message leaves a tombstone, so an indexer never has to diff the whole st
 from __future__ import annotations
 
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -69,7 +70,7 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations, 
                 # and a first sync writes a third fewer pages (measured: less CPU, half the system time)
                 self.db.execute(f"PRAGMA page_size={PAGE_SIZE}")
             if not readonly:
-                self.db.execute("PRAGMA journal_mode=WAL")
+                self._wal()
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 # statement journals (an INSERT with triggers keeps one) in memory, not a temp file
                 # written 4 bytes and a page at a time: a third of a first sync's system time
@@ -87,18 +88,48 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations, 
             if p.exists() and not readonly:
                 os.chmod(p, 0o600)
 
+    def _wal(self) -> None:
+        """WAL mode, once per file. Switching takes an exclusive lock and SQLite answers BUSY at
+        once, without the busy timeout, when another process opens the new file at that moment
+        (the daemon's first start beside an `oaken import`): retried within the same 30 s."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if str(one_value(self.db, "PRAGMA journal_mode")).lower() != "wal":
+                    self.db.execute("PRAGMA journal_mode=WAL")
+                return
+            except apsw.BusyError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
     def _migrate(self) -> None:
         from oaken.store.migrations import MIGRATIONS  # here: a read-only store (a search) never migrates
 
-        version = one_value(self.db, "PRAGMA user_version")
-        if version > len(MIGRATIONS):
-            raise StoreError(
-                f"{self.path}: made by a newer Oaken (schema {version}, this one knows {len(MIGRATIONS)}); upgrade Oaken"
-            )
-        for number, (_name, sql) in enumerate(MIGRATIONS[version:], start=version + 1):
-            with self.db:
-                self.db.execute(sql)
-                self.db.execute(f"PRAGMA user_version={number}")
+        if one_value(self.db, "PRAGMA user_version") == len(MIGRATIONS):
+            return  # up to date: no write lock taken
+        # One step a transaction, the version read inside it under the write lock: two processes
+        # opening a new raw.db at once (the daemon's first start and an `oaken import`) both read
+        # version 0 outside it, and the second failed on "table meta already exists".
+        while True:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                version = one_value(self.db, "PRAGMA user_version")
+                if version > len(MIGRATIONS):
+                    raise StoreError(
+                        f"{self.path}: made by a newer Oaken (schema {version}, this one knows "
+                        f"{len(MIGRATIONS)}); upgrade Oaken"
+                    )
+                if version == len(MIGRATIONS):
+                    self.db.execute("COMMIT")
+                    return
+                self.db.execute(MIGRATIONS[version][1])
+                self.db.execute(f"PRAGMA user_version={version + 1}")
+                self.db.execute("COMMIT")
+            except BaseException:
+                if not self.db.getautocommit():
+                    self.db.execute("ROLLBACK")
+                raise
 
     def _upgrade_if_old(self) -> None:
         """A reader of a raw.db an older Oaken made (a search right after an upgrade) would meet
@@ -108,6 +139,8 @@ class Store(Folders, Messages, LabelsAndTriage, Metadata, FlagQueue, Locations, 
         version = one_value(self.db, "PRAGMA user_version")
         if version >= len(MIGRATIONS):
             return
+        if version == 0:  # not an older Oaken's: a raw.db another process is creating right now
+            raise StoreError(no_mail(self.path))
         try:
             Store(self.path).close()  # read-write: migrates, in its own transactions
         except StoreError as e:
