@@ -17,6 +17,7 @@ from oaken.errors import QueryError
 from oaken.index.keyword import snippets as snippets_mod  # `snippets` is a parameter below
 from oaken.index.keyword.figures import IndexFigures
 from oaken.index.keyword.filters import filter_sql, subject_terms
+from oaken.index.keyword.pool import POOL
 from oaken.index.keyword.records import (
     KeywordChunkHit,
     KeywordFilters,
@@ -68,7 +69,11 @@ _SNIPPET_MARKS = snippets_mod.MARKS
 class KeywordIndex(IndexFigures):
     """An open index.db for searching. Raises IndexUnavailable when it is missing, corrupt or locked."""
 
-    def __init__(self, data_dir: Path, index_config: IndexConfig = IndexConfig(), *, busy_ms: int = 2000):
+    def __init__(
+        self, data_dir: Path, index_config: IndexConfig = IndexConfig(), *, busy_ms: int = 2000, fresh: bool = False
+    ):
+        """`fresh`: a new connection, not one a search left open: an integrity check must read the
+        file, not pages a connection cached before something outside SQLite wrote over them."""
         self.path = index_path(data_dir)
         c = index_config
         self.weights = (
@@ -85,24 +90,54 @@ class KeywordIndex(IndexFigures):
         found = known_damage(self.path)
         if found is not None:  # a quick_check (status, reindex) found it damaged: no answer as if whole
             raise unavailable(self.path, "corrupt", found)
-        try:
-            try:
-                self.db = connect(self.path, write=False, busy_ms=busy_ms)
-            except apsw.CantOpenError:  # swapped for a rebuilt index.db between finding and opening it
-                self.db = connect(self.path, write=False, busy_ms=busy_ms)
-            check_version(self.db, self.path)
-        except apsw.Error as e:
-            raise unavailable(self.path, classify(e, self.path), str(e)) from None
-        self.db.register_fts5_function("oaken_match", _match_cols)
-        snippets_mod.register(self.db)
         self._busy_ms = busy_ms
         self._twin: apsw.Connection | None = None  # the second connection of a split ranking
         self._middle: int | None = None
+        self._failed = False  # a statement failed: the connections are closed, not kept (pool.py)
+        self._closed = False
+        self._fresh = fresh
+        try:
+            self._real = os.path.realpath(self.path)  # the file behind the index.db link
+            self.db = self._connection()
+        except apsw.CantOpenError:  # swapped for a rebuilt index.db between finding and opening it
+            self._real = os.path.realpath(self.path)
+            try:
+                self.db = self._connection()
+            except apsw.Error as e:
+                raise unavailable(self.path, classify(e, self.path), str(e)) from None
+        except apsw.Error as e:
+            raise unavailable(self.path, classify(e, self.path), str(e)) from None
+
+    def _connection(self) -> apsw.Connection:
+        """A read connection to the file behind index.db: one a finished search left open in the
+        pool (oaken.index.keyword.pool), or a new one, checked and given this module's functions."""
+        db = None if self._fresh else POOL.take(self._real, self._busy_ms)
+        if db is not None:
+            return db
+        db = connect(Path(self._real), write=False, busy_ms=self._busy_ms)
+        try:
+            check_version(db, self.path)
+            db.register_fts5_function("oaken_match", _match_cols)
+            snippets_mod.register(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     def close(self) -> None:
-        if self._twin is not None:
-            self._twin.close()
-        self.db.close()
+        """Give the connections back to the pool for the next search (closed instead after a
+        failure: a damaged or locked file is opened anew)."""
+        if self._closed:
+            return  # given back once: two searches must never share a connection
+        self._closed = True
+        for db in (self._twin, self.db):
+            if db is None:
+                continue
+            if self._failed:
+                db.close()
+            else:
+                POOL.give(self._real, self._busy_ms, db)
+        self._twin = None
 
     def __enter__(self) -> KeywordIndex:
         return self
@@ -113,22 +148,35 @@ class KeywordIndex(IndexFigures):
     def _run(self, sql: str, params: Sequence[object] | dict, *, db: apsw.Connection | None = None) -> list[tuple]:
         try:
             return (db or self.db).execute(sql, params).fetchall()
-        except apsw.SQLError as e:
-            raise QueryError(
+        except BaseException as e:
+            self._failed = True  # whatever it was, these connections are not kept for another search
+            found = self._reported(e)
+            if found is None:
+                raise
+            raise found from None
+
+    def _reported(self, e: BaseException) -> Exception | None:
+        """What a failed statement is reported as (None: raised as it is)."""
+        if isinstance(e, apsw.SQLError):
+            return QueryError(
                 f"keyword query could not be run ({e}); build MATCH from tokens quoted with oaken.index.keyword.quote"
-            ) from None
-        except (
-            apsw.CorruptError,
-            apsw.NotADBError,
-            apsw.BusyError,
-            apsw.LockedError,
-            apsw.IOError,
-            apsw.CantOpenError,
-            apsw.SchemaChangeError,
-        ) as e:
-            raise unavailable(self.path, classify(e, self.path), str(e)) from None
-        except UnicodeDecodeError as e:  # garbage inside a sound page: quick_check does not see it
-            raise unavailable(self.path, "corrupt", f"text that is not UTF-8 ({e.reason})") from None
+            )
+        if isinstance(
+            e,
+            (
+                apsw.CorruptError,
+                apsw.NotADBError,
+                apsw.BusyError,
+                apsw.LockedError,
+                apsw.IOError,
+                apsw.CantOpenError,
+                apsw.SchemaChangeError,
+            ),
+        ):
+            return unavailable(self.path, classify(e, self.path), str(e))
+        if isinstance(e, UnicodeDecodeError):  # garbage inside a sound page: quick_check does not see it
+            return unavailable(self.path, "corrupt", f"text that is not UTF-8 ({e.reason})")
+        return None
 
     def query(
         self,
@@ -286,7 +334,7 @@ class KeywordIndex(IndexFigures):
         rebuild moves to another file)."""
         if self._twin is None:
             try:
-                self._twin = connect(Path(self.db.filename), write=False, busy_ms=self._busy_ms)
+                self._twin = self._connection()
             except apsw.Error as e:
                 raise unavailable(self.path, classify(e, self.path), str(e)) from None
         return self._twin

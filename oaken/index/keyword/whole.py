@@ -38,7 +38,7 @@ def status(data_dir: Path) -> dict:
     if not path.exists():
         return {"state": "missing", "messages": 0, "chunks": 0, "seq": 0, "path": str(path)}
     try:
-        idx = KeywordIndex(data_dir)
+        idx = KeywordIndex(data_dir, fresh=True)  # its check reads the file, not a kept connection's cache
     except IndexUnavailable as e:
         return _unusable(path, getattr(e, "state", "corrupt"), str(e))
     try:

@@ -11,6 +11,7 @@ from typing import Iterable, Iterator, Sequence
 
 import apsw
 
+from oaken.index.keyword.pool import POOL
 from oaken.index.keyword.records import ChunkText, MessageFields
 from oaken.index.keyword.schema import (
     COLUMNS,
@@ -95,6 +96,7 @@ class KeywordWriter:
         self.close()
         swap_in(self.data_dir, self.path)
         self.building = False
+        POOL.clear()  # this process's idle readers of the old file: closed now, its space freed
 
     def discard(self) -> None:
         """Close and delete an index.db being built (the build failed): the live one stays."""
@@ -124,6 +126,10 @@ class KeywordWriter:
             raise unavailable(self.path, classify(e, self.path), str(e)) from None
 
     def close(self) -> None:
+        # this process's idle readers first, so that the writer is the file's last connection and
+        # removes its -wal and -shm as it did before readers were kept (a read-only connection
+        # closing last cannot); the next search opens its readers anew (pool.py)
+        POOL.clear()
         try:
             self.db.execute("PRAGMA optimize")
         except apsw.Error:
