@@ -105,6 +105,22 @@ class VectorFilters:
         """Narrow enough that an ANN index could miss hits: search these exactly."""
         return self.thread is not None or self.include_ids is not None
 
+    @property
+    def broad(self) -> bool:
+        """Only what every search names (the account, the dispositions searched by default, ids to
+        leave out): most rows usually pass, so the nearest rows are found first and the filter
+        applied to them (VectorStore.search)."""
+        return not (
+            self.senders
+            or self.to
+            or self.cc
+            or self.after is not None
+            or self.before is not None
+            or self.labels
+            or self.folders
+            or self.selective
+        )
+
 
 @dataclass(frozen=True)
 class VectorChunkHit:
