@@ -333,7 +333,7 @@ def test_what_a_maintenance_superseded_is_removed_once_its_retention_has_passed(
     kept = len(store.table().list_versions())
     size = store.size_bytes()
     assert kept > 1  # inside the retention: kept for readers that opened them
-    assert vectors.cleanup_after(tmp_path) is not None and not vectors.cleanup_due(tmp_path)
+    assert vectors.cleanup_after(read_state(tmp_path)) is not None and not vectors.cleanup_due(tmp_path)
     VectorStore(tmp_path, retention_seconds=1.0).finish_pass(0)  # too early: nothing removed
     assert len(store.table().list_versions()) == kept
     deadline = time.monotonic() + 30
@@ -345,7 +345,7 @@ def test_what_a_maintenance_superseded_is_removed_once_its_retention_has_passed(
     assert len(later.table().list_versions()) == 1
     assert later.size_bytes() < size
     assert later.count() == 400
-    assert vectors.cleanup_after(tmp_path) is None  # once per maintenance
+    assert vectors.cleanup_after(read_state(tmp_path)) is None  # once per maintenance
     q = _random_unit(rng)[0]
     assert len(later.search(q, VectorFilters(), 10)) == 10
 

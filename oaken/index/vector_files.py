@@ -54,10 +54,10 @@ def read_state(data_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def cleanup_after(data_dir: Path) -> float | None:
-    """The time (time.time()) after which the versions the last maintenance superseded, kept
-    through the retention, may be removed; None when none wait (see VectorUpkeep.tidy)."""
-    state = read_state(data_dir)
+def cleanup_after(state: dict[str, Any] | None) -> float | None:
+    """From a state summary (`read_state`): the time (time.time()) after which the versions the
+    last maintenance superseded, kept through the retention, may be removed; None when none wait
+    (see VectorUpkeep.tidy)."""
     value = state.get("cleanup_after") if isinstance(state, dict) else None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -65,7 +65,7 @@ def cleanup_after(data_dir: Path) -> float | None:
 def cleanup_due(data_dir: Path) -> bool:
     """A deferred cleanup is waiting and its time has come: read without LanceDB, so the daemon
     can ask every second and a no-change pass still loads nothing."""
-    at = cleanup_after(data_dir)
+    at = cleanup_after(read_state(data_dir))
     return at is not None and time.time() >= at
 
 

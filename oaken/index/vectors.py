@@ -21,7 +21,6 @@ versions of roughly the last two retention periods plus at most `maintain_every`
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -123,8 +122,9 @@ class VectorStore(VectorUpkeep):
         self.ann_min_rows = ann_min_rows
         self.retention_seconds = retention_seconds
         self.maintain_every = maintain_every
-        self._writes = _writes_since_upkeep(self.path)
-        self._cleanup_after = cleanup_after(data_dir)
+        state = read_state(data_dir)  # once: the writes counted since the upkeep, a cleanup due
+        self._writes = _writes_since_upkeep(state)
+        self._cleanup_after = cleanup_after(state)
         self._state_written = 0.0
         self._table: Any = None
 
@@ -388,10 +388,10 @@ def open_for_search(data_dir: Path, expected: Fingerprint) -> VectorStore:
     return store
 
 
-def _writes_since_upkeep(path: Path) -> int:
+def _writes_since_upkeep(state: dict[str, Any] | None) -> int:
     """Writes since the last maintenance, as the state file counts them: each pass opens its own
     store, so a count kept only in memory would never reach maintain_every."""
     try:
-        return int(json.loads((path / STATE_FILE).read_text()).get("writes_since_upkeep", 0))
-    except (OSError, ValueError, TypeError, AttributeError):
+        return int(state.get("writes_since_upkeep", 0)) if isinstance(state, dict) else 0
+    except (ValueError, TypeError):
         return 0
