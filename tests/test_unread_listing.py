@@ -76,7 +76,7 @@ def test_the_date_walk_and_the_id_seeks_list_the_same_messages(tmp_path: Path, m
     messages in the same order, at every depth, whatever the list."""
     import random
 
-    from oaken.index.keyword import reader
+    from oaken.index.keyword import listing
     from oaken.index.keyword.reader import KeywordIndex
     from oaken.index.keyword.records import KeywordFilters
 
@@ -92,9 +92,9 @@ def test_the_date_walk_and_the_id_seeks_list_the_same_messages(tmp_path: Path, m
             ids = frozenset(rng.sample(everything, size))
             flt = KeywordFilters(account=account, include_ids=ids)
             for offset, limit in ((0, 10), (3, 5), (10, 50), (0, 100)):
-                monkeypatch.setattr(reader, "WALK_MIN_IDS", 10**9)  # seek every id
+                monkeypatch.setattr(listing, "WALK_MIN_IDS", 10**9)  # seek every id
                 sought = index.newest(flt, limit=limit, offset=offset)
-                monkeypatch.setattr(reader, "WALK_MIN_IDS", 1)  # walk the dates when the model says so
+                monkeypatch.setattr(listing, "WALK_MIN_IDS", 1)  # walk the dates when the model says so
                 assert index.newest(flt, limit=limit, offset=offset) == sought
                 assert [h.message for h in sought] == [m for m in everything if m in ids][offset : offset + limit]
     assert True in walked and False in walked  # both plans ran

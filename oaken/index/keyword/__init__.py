@@ -39,7 +39,11 @@ Modules (import the names above from oaken.index.keyword; the modules are its pa
   schema    where index.db is, its tables and SCHEMA_VERSION, opening it, failures as IndexUnavailable
   records   the boundary types above and `quote`
   filters   KeywordFilters as SQL conditions and a subject MATCH expression
-  reader    KeywordIndex: ranking, newest, tokens_present, chunks for the vector side
+  reader    KeywordIndex: ranking (in two halves at once past a million chunks), tokens_present
+  listing   KeywordIndex.newest: a query of filters only, newest first
+  stored    KeywordIndex's plain reads: chunks for the vector side and the fold, subjects, dates
+  figures   KeywordIndex's counts, sequence number and generation, for status
+  pool      read connections kept between searches in a long-lived process
   writer    KeywordWriter: the indexer's transactions
   whole     index.db as a whole: status (for `oaken status`), publishing a rebuilt one, drop
   tokenizer the FTS5 tokenizer every connection registers (schema.connect); docs/cjk.md

@@ -1,12 +1,12 @@
-"""Searching index.db: ranked chunks for a MATCH expression, newest messages for a query of
-filters only, which words a message holds, and the chunks the vector side embeds."""
+"""Searching index.db: ranked chunks for a MATCH expression, and which words a message holds.
+Newest messages for a query of filters only are listing.py's, the stored chunks and fields the
+vector side and the fold read are stored.py's, the figures figures.py's: KeywordIndex has them all."""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -17,17 +17,15 @@ from oaken.errors import QueryError
 from oaken.index.keyword import snippets as snippets_mod  # `snippets` is a parameter below
 from oaken.index.keyword.figures import IndexFigures
 from oaken.index.keyword.filters import filter_sql, subject_terms
+from oaken.index.keyword.listing import Listing
 from oaken.index.keyword.pool import POOL
 from oaken.index.keyword.records import (
     KeywordChunkHit,
     KeywordFilters,
-    KeywordMessageHit,
-    StoredChunk,
     quote,
 )
 from oaken.index.keyword.schema import (
     COLUMNS,
-    EMBEDDED_SQL,
     check_version,
     classify,
     connect,
@@ -35,6 +33,7 @@ from oaken.index.keyword.schema import (
     known_damage,
     unavailable,
 )
+from oaken.index.keyword.stored import StoredReads
 
 
 def _match_cols(api: apsw.FTS5ExtensionApi, *args: object) -> str:
@@ -61,12 +60,11 @@ def _matched(info: str, n_subject: int = 0) -> tuple[tuple[str, ...], tuple[int,
 
 
 # a chunk's snippet around its matches, with the markers the table and --json show (snippets.py)
-WALK_MIN_IDS = 1_000  # below, seeking each listed id costs a few ms at most
 _SNIPPET = snippets_mod.SQL
 _SNIPPET_MARKS = snippets_mod.MARKS
 
 
-class KeywordIndex(IndexFigures):
+class KeywordIndex(IndexFigures, Listing, StoredReads):
     """An open index.db for searching. Raises IndexUnavailable when it is missing, corrupt or locked."""
 
     def __init__(
@@ -339,52 +337,6 @@ class KeywordIndex(IndexFigures):
                 raise unavailable(self.path, classify(e, self.path), str(e)) from None
         return self._twin
 
-    def newest(
-        self, filters: KeywordFilters = KeywordFilters(), limit: int = 10, offset: int = 0
-    ) -> list[KeywordMessageHit]:
-        """Messages within the filters, newest first: a query with no words."""
-        if not (filters.dispositions and filters.disposition_unsure):
-            return self._newest(filters, limit, offset)
-        # two reads, each down its own index, merged: the messages whose disposition copy matches
-        # (by disposition, or newest first), and those whose copy is not trusted (by id). One
-        # query with an OR leaves SQLite reading all mail newest first for a rare disposition.
-        unsure = filters.disposition_unsure
-        ids = unsure if filters.include_ids is None else unsure & filters.include_ids
-        held = self._newest(replace(filters, disposition_unsure=frozenset()), offset + limit, 0)
-        extra = (
-            self._newest(
-                replace(filters, dispositions=(), disposition_unsure=frozenset(), include_ids=ids), offset + limit, 0
-            )
-            if ids
-            else []
-        )
-        merged = sorted(
-            {h.message: h for h in (*held, *extra)}.values(), key=lambda h: (h.date, h.message), reverse=True
-        )
-        return merged[offset : offset + limit]
-
-    def _newest(self, filters: KeywordFilters, limit: int, offset: int) -> list[KeywordMessageHit]:
-        conds, params, subject = filter_sql(filters, walk_dates=self._walk_dates(filters, offset + limit))
-        if subject:
-            conds.append("m.id IN (SELECT c.message FROM fts JOIN chunks c ON c.id = fts.rowid WHERE fts MATCH ?)")
-            params.append(subject)
-        where = " AND ".join(conds) or "1"
-        rows = self._run(
-            f"SELECT m.id, m.date FROM messages m WHERE {where} ORDER BY m.date DESC, m.id DESC LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-        )
-        return [KeywordMessageHit(*r) for r in rows]
-
-    def _walk_dates(self, filters: KeywordFilters, depth: int) -> bool:
-        """Whether reading the account's messages newest first (down messages_account_date) and
-        checking each against a long id list is cheaper than seeking every id and sorting: the walk
-        reads about depth x messages / ids index entries (~0.06 us each), the seeks ids rows (~2 us
-        each). At a million messages, 10,656 unread: the first page 1.2 ms against 20 ms."""
-        ids = filters.include_ids
-        if filters.account is None or ids is None or len(ids) < WALK_MIN_IDS:
-            return False
-        return depth * self.counts()[0] <= 30 * len(ids) ** 2
-
     def tokens_present(self, messages: Iterable[int], tokens: Sequence[str]) -> dict[int, frozenset[str]]:
         """For each message, which of the tokens (plain words, quoted here) it holds in any column."""
         quoted = {quote(t): t for t in dict.fromkeys(tokens) if t.strip()}
@@ -441,60 +393,3 @@ class KeywordIndex(IndexFigures):
     def matches_anything(self, match: str) -> bool:
         """Whether any chunk at all matches (no ranking: the first row of the doclist answers)."""
         return bool(self._run("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1", [match]))
-
-    _CHUNK_SQL = (
-        "SELECT c.id, c.message, c.ord, c.kind, c.tokens, c.text, m.subject FROM chunks c "
-        "JOIN messages m ON m.id = c.message"
-    )
-
-    def subjects(self, messages: Iterable[int]) -> dict[int, str]:
-        """message -> subject, for the messages index.db holds."""
-        return dict(
-            self._run(
-                "SELECT id, subject FROM messages WHERE id IN (SELECT value FROM json_each(?))",
-                [json.dumps(sorted(set(messages)))],
-            )
-        )
-
-    def chunks_of(self, messages: Iterable[int], kind: str | None = "body") -> list[StoredChunk]:
-        """The chunks of these messages in order (kind None: quoted ones too)."""
-        sql = self._CHUNK_SQL + " WHERE c.message IN (SELECT value FROM json_each(?))"
-        params: list[object] = [json.dumps(sorted(set(messages)))]
-        if kind == "embedded":  # what the vector side embeds: body and attachment chunks
-            sql += " AND c." + EMBEDDED_SQL
-        elif kind is not None:
-            sql += " AND c.kind = ?"
-            params.append(kind)
-        return [StoredChunk(*r) for r in self._run(sql + " ORDER BY c.message, c.ord", params)]
-
-    def body_chunks(self, after_id: int = 0, limit: int = 1000) -> list[StoredChunk]:
-        """Body chunks with id > after_id, by id: the vector side walks the index with this."""
-        return [
-            StoredChunk(*r)
-            for r in self._run(
-                self._CHUNK_SQL + " WHERE c.id > ? AND c." + EMBEDDED_SQL + " ORDER BY c.id LIMIT ?", [after_id, limit]
-            )
-        ]
-
-    def body_chunk_pairs(self, messages: Iterable[int]) -> list[tuple[int, int]]:
-        """(chunk id, message) of the body chunks of `messages`: by the message index, not a scan."""
-        return [
-            (int(r[0]), int(r[1]))
-            for r in self._run(
-                "SELECT id, message FROM chunks WHERE message IN (SELECT value FROM json_each(?)) AND " + EMBEDDED_SQL,
-                [json.dumps(sorted(set(messages)))],
-            )
-        ]
-
-    def chunk_ids(self, kind: str = "embedded") -> set[int]:
-        if kind == "embedded":
-            return {r[0] for r in self._run("SELECT id FROM chunks WHERE " + EMBEDDED_SQL, [])}
-        return {r[0] for r in self._run("SELECT id FROM chunks WHERE kind = ?", [kind])}
-
-    def message_dates(self, messages: Iterable[int]) -> dict[int, int]:
-        return dict(
-            self._run(
-                "SELECT id, date FROM messages WHERE id IN (SELECT value FROM json_each(?))",
-                [json.dumps(sorted(set(messages)))],
-            )
-        )
