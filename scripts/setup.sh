@@ -29,7 +29,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # torch first and pinned: a plain "torch" requirement would pull a CUDA build of several GB.
   .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v "^WARNING: Location" || true
   .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,fast,vectors]' 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -c "import oaken, apsw, lancedb, sentence_transformers, imapclient, mailparser, structlog, tomli_w" 
+  .venv/bin/python -c "import oaken, apsw, lancedb, lance, sentence_transformers, imapclient, mailparser, structlog, tomli_w" 
   .venv/bin/python -c "import onnxruntime, onnx, openvino, nncf"  # the fast extra: its tests run in CI
   .venv/bin/python -c "import mcp, mypy, ruff, pymap"  # dev: the MCP client test, the gates, the second server
   echo "$want" > "$stamp"

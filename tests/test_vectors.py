@@ -217,6 +217,53 @@ def test_ann_index_is_built_above_the_threshold_and_still_finds_the_nearest(tmp_
     assert ids(store.search(data[5], VectorFilters(include_ids=frozenset({5, 6})), limit=10))[0] == 5
 
 
+def test_ann_index_deltas_stay_few_and_searches_stay_exact(tmp_path: Path) -> None:
+    """Each maintenance that finds new rows adds them to the ANN index as a delta index, which every
+    search then visits (one a day for a daemon that gets mail): they are merged past
+    MAX_INDEX_DELTAS, and the index is built again once they hold REBUILD_SHARE of its rows."""
+    from oaken.index import vector_upkeep
+
+    rng = np.random.default_rng(4)
+    dim, base = 16, 600
+    fp = Fingerprint("toy:16", dim, "1")
+    store = VectorStore(tmp_path, create=True, ann_min_rows=500, retention_seconds=0.0)
+    store.ensure(fp)
+    data = rng.standard_normal((base + 20 * 12, dim)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    store.upsert({m: fields(m) for m in range(base)}, [ChunkVector(m, m, data[m]) for m in range(base)])
+    assert store.maintain()["indexed"] is True
+    assert store.index_deltas() == (0, base)
+    merged, most = 0, 0
+    for day in range(12):  # 20 new rows a day, each day's maintenance folds them into the index
+        lo = base + 20 * day
+        store.upsert({m: fields(m) for m in range(lo, lo + 20)}, [ChunkVector(m, m, data[m]) for m in range(lo, lo + 20)])
+        out = store.maintain()
+        assert "index_merge_failed" not in out and "index_rebuilt" not in out
+        merged += out.get("index_deltas_merged", 0)
+        deltas, indexed = store.index_deltas()
+        most = max(most, deltas)
+        assert indexed == lo + 20
+    assert merged > 0 and most <= vector_upkeep.MAX_INDEX_DELTAS
+    # a new process reads the base it was built over from the state file
+    assert VectorStore(tmp_path)._ann_base_rows == base
+    for i in (3, base + 7, base + 20 * 11 + 5):  # in the base, the merged deltas, the last delta
+        hits = store.search(data[i], limit=5)
+        assert hits[0].chunk_id == i and hits[0].score == pytest.approx(1.0, abs=1e-5)
+        exact = np.argsort(-(data[: base + 240] @ data[i]), kind="stable")[:5]
+        assert [h.chunk_id for h in hits] == exact.tolist()
+    # deltas holding half the base's rows: the index is built again over every row
+    lo = base + 240
+    more = rng.standard_normal((360, dim)).astype(np.float32)
+    more /= np.linalg.norm(more, axis=1, keepdims=True)
+    rebuilt = False
+    for day in range(6):
+        ms = range(lo + 60 * day, lo + 60 * (day + 1))
+        store.upsert({m: fields(m) for m in ms}, [ChunkVector(m, m, more[m - lo]) for m in ms])
+        rebuilt = rebuilt or "index_rebuilt" in store.maintain()
+    assert rebuilt and store.index_deltas()[0] <= vector_upkeep.MAX_INDEX_DELTAS
+    assert store._ann_base_rows is not None and store._ann_base_rows > base * (1 + vector_upkeep.REBUILD_SHARE)
+
+
 READER = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path

@@ -15,6 +15,15 @@ if TYPE_CHECKING:
 
 
 MAINTAIN_ROWS = 1_000  # new rows after which a pass ends with a maintenance (finish_pass)
+# Every maintenance that finds new rows adds them to the ANN index as a delta index of their own,
+# and a search visits each delta: ~5 ms more per delta at limit 10 (docs/scale.md), one delta a
+# day for a daemon that gets mail. Past this many, the deltas are merged into one (a cost of the
+# rows in them, not of the mailbox)...
+MAX_INDEX_DELTAS = 4
+# ...and once they hold this share of the rows the index was built over, it is built again over
+# all rows (its IVF partitions trained on the mail as it now is): geometric, so a mailbox that
+# grows pays a few whole builds in all.
+REBUILD_SHARE = 0.5
 
 
 class VectorUpkeep:
@@ -28,6 +37,7 @@ class VectorUpkeep:
     _writes: int
     _state_written: float
     _cleanup_after: float | None  # when a deferred cleanup may run (time.time()); see tidy
+    _ann_base_rows: int | None  # rows the ANN index was last built over (None: not known)
 
     if TYPE_CHECKING:  # VectorStore's
 
@@ -56,6 +66,7 @@ class VectorUpkeep:
             "backends": self.backends() if backends is None else backends,
             "writes_since_upkeep": self._writes,
             "cleanup_after": self._cleanup_after,
+            "ann_base_rows": self._ann_base_rows,
         }
         write_json(self.path / STATE_FILE, state)
 
@@ -84,24 +95,14 @@ class VectorUpkeep:
         table = self.table()
         out: dict[str, Any] = {"indexed": self.has_index()}
         if index and not out["indexed"] and self.count() >= self.ann_min_rows:
-            from lancedb.index import IvfHnswSq
-
-            from oaken.index import vectors  # its ANN build settings: read there, where they are tuned
-
-            table.create_index(
-                "vector",
-                config=IvfHnswSq(
-                    distance_type="cosine",
-                    ef_construction=vectors.ANN_EF_CONSTRUCTION,
-                    m=vectors.ANN_M,
-                    num_partitions=vectors.ann_partitions(self.count()),
-                ),
-            )
+            self._build_index(table)
             out["indexed"] = True
         if self.count():
             self._ensure_key_indexes(table)
         self._writes = 0
         table.optimize()  # compaction and index update; its own cleanup keeps a week of versions
+        if out["indexed"]:
+            out.update(self._bound_deltas(table))
         older = self._safe_older_than()
         if older is not None:
             table.optimize(cleanup_older_than=older)  # nothing left to compact: only the cleanup
@@ -110,6 +111,66 @@ class VectorUpkeep:
         self._cleanup_after = time.time() + self.retention_seconds + 1.0 if waiting else None
         self._write_state()
         return out
+
+    def _build_index(self, table: Any, *, replace: bool = False) -> None:
+        from lancedb.index import IvfHnswSq
+
+        from oaken.index import vectors  # its ANN build settings: read there, where they are tuned
+
+        rows = self.count()
+        table.create_index(
+            "vector",
+            replace=replace,
+            config=IvfHnswSq(
+                distance_type="cosine",
+                ef_construction=vectors.ANN_EF_CONSTRUCTION,
+                m=vectors.ANN_M,
+                num_partitions=vectors.ann_partitions(rows),
+            ),
+        )
+        self._ann_base_rows = rows
+
+    def index_deltas(self) -> tuple[int, int] | None:
+        """(delta indexes beside the first, rows indexed) of the ANN index; None without one."""
+        name = self._vector_index_name()
+        if name is None:
+            return None
+        stats = self.table().index_stats(name)
+        return int(stats.num_indices) - 1, int(stats.num_indexed_rows)
+
+    def _vector_index_name(self) -> str | None:
+        for i in self.table().list_indices():
+            if "vector" in (getattr(i, "columns", None) or []):
+                return str(i.name)
+        return None
+
+    def _bound_deltas(self, table: Any) -> dict[str, Any]:
+        """Keeps the ANN index to at most MAX_INDEX_DELTAS deltas (see there): merges them, or
+        builds the index again once they hold REBUILD_SHARE of its rows. LanceDB's Python API
+        cannot merge index deltas; pylance, the Lance engine it is built on, can. A merge that
+        fails is logged and left for the next maintenance: searches stay right, only slower."""
+        found = self.index_deltas()
+        if found is None or found[0] <= MAX_INDEX_DELTAS:
+            return {}
+        deltas, indexed = found
+        base = self._ann_base_rows if self._ann_base_rows else indexed  # not recorded: say deltas are small
+        self._ann_base_rows = base
+        t = time.monotonic()
+        if indexed - base > REBUILD_SHARE * base:
+            self._build_index(table, replace=True)
+            return {"index_rebuilt": round(time.monotonic() - t, 3)}
+        try:
+            import lance  # noqa: F401 - pylance: Lance's own Python API
+
+            table.to_lance().optimize.optimize_indices(
+                num_indices_to_merge=deltas, index_names=[self._vector_index_name()]
+            )
+        except Exception as exc:  # ImportError, or Lance's own: the deltas stay, searches still right
+            from oaken import log
+
+            log.get().warning("vector_index_merge_failed", path=str(self.path), deltas=deltas, error=str(exc))
+            return {"index_merge_failed": str(exc)}
+        return {"index_deltas_merged": deltas, "index_merge_seconds": round(time.monotonic() - t, 3)}
 
     def tidy(self) -> None:
         """The cleanup a maintenance had to leave for later: the versions it superseded stay

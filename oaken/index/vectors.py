@@ -125,6 +125,7 @@ class VectorStore(VectorUpkeep):
         state = read_state(data_dir)  # once: the writes counted since the upkeep, a cleanup due
         self._writes = _writes_since_upkeep(state)
         self._cleanup_after = cleanup_after(state)
+        self._ann_base_rows = _ann_base_rows(state)
         self._state_written = 0.0
         self._table: Any = None
 
@@ -386,6 +387,13 @@ def open_for_search(data_dir: Path, expected: Fingerprint) -> VectorStore:
             f"{store.path}: no vectors yet; embedding runs behind keyword indexing (`oaken reindex` or the daemon)",
         )
     return store
+
+
+def _ann_base_rows(state: dict[str, Any] | None) -> int | None:
+    """Rows the ANN index was last built over, as the state file records them (None: not known,
+    as for a store built before it did)."""
+    value = state.get("ann_base_rows") if isinstance(state, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _writes_since_upkeep(state: dict[str, Any] | None) -> int:
