@@ -166,8 +166,10 @@ def test_a_killed_server_is_replaced_and_its_socket_cleaned_up(home: Path) -> No
     os.kill(old, signal.SIGKILL)
     wait_until("the server to die", lambda: not servers(home), timeout=20)
     assert (home / "search.sock").exists() and record(home)["pid"] == old  # stale, both
-    again, _, _ = search(QUERY)
-    assert again["degraded_reason"] == "vector_starting"
+    again, err, _ = search(QUERY)
+    # its stderr says why when not (seen once in a loaded full run: None, from a search that did
+    # not start a server; not reproduced alone)
+    assert again["degraded_reason"] == "vector_starting", (again["mode"], again["warnings"], err)
     wait_until("a new server", lambda: ready(home), timeout=60)
     assert record(home)["pid"] != old and search(QUERY)[0]["mode"] == "hybrid"
 

@@ -264,6 +264,35 @@ def test_ann_index_deltas_stay_few_and_searches_stay_exact(tmp_path: Path) -> No
     assert store._ann_base_rows is not None and store._ann_base_rows > base * (1 + vector_upkeep.REBUILD_SHARE)
 
 
+def test_maintenance_keeps_the_ann_partitions_and_adds_new_rows_as_a_delta(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LanceDB's optimize() lets Lance rebalance the IVF partitions: one under a quarter of its
+    target size is joined to another, which merges every delta and builds every partition's graph
+    again (at a million messages, tens of minutes of the daemon's index pass). A maintenance keeps
+    the partitions the store chose and adds new rows as a delta."""
+    monkeypatch.setattr(vectors, "ann_partitions", lambda rows: 4)  # partitions Lance finds too small
+    rng = np.random.default_rng(8)
+    dim, base = 16, 2000
+    store = VectorStore(tmp_path, create=True, ann_min_rows=500, retention_seconds=0.0)
+    store.ensure(Fingerprint("toy:16", dim, "1"))
+    data = rng.standard_normal((base + 100, dim)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+
+    def partitions() -> list[int]:
+        stats = store.table().to_lance().stats.index_stats(store._vector_index_name())
+        return [int(i["num_partitions"]) for i in stats["indices"]]
+
+    store.upsert({m: fields(m) for m in range(base)}, [ChunkVector(m, m, data[m]) for m in range(base)])
+    store.maintain()
+    assert partitions() == [4]
+    store.upsert({m: fields(m) for m in range(base, base + 100)}, [ChunkVector(m, m, data[m]) for m in range(base, base + 100)])
+    store.maintain()
+    assert partitions() == [4, 4] and store.index_deltas() == (1, base + 100)
+    hits = store.search(data[base + 50], limit=5)
+    assert [h.chunk_id for h in hits] == np.argsort(-(data @ data[base + 50]), kind="stable")[:5].tolist()
+
+
 READER = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path

@@ -100,17 +100,42 @@ class VectorUpkeep:
         if self.count():
             self._ensure_key_indexes(table)
         self._writes = 0
-        table.optimize()  # compaction and index update; its own cleanup keeps a week of versions
+        self._compact_and_update_indexes(table)
         if out["indexed"]:
             out.update(self._bound_deltas(table))
         older = self._safe_older_than()
         if older is not None:
-            table.optimize(cleanup_older_than=older)  # nothing left to compact: only the cleanup
+            table.cleanup_old_versions(older_than=older)
         # what this maintenance superseded is kept through the retention: removed by tidy after it
         waiting = len(table.list_versions()) > 1
         self._cleanup_after = time.time() + self.retention_seconds + 1.0 if waiting else None
         self._write_state()
         return out
+
+    def _compact_and_update_indexes(self, table: Any) -> None:
+        """What LanceDB's optimize() does but its cleanup, with new rows added to the ANN index
+        as a delta only. optimize() lets Lance rebalance the IVF partitions: one under a quarter
+        of Lance's target size (262,144 rows) is joined to another, one over four times it is
+        split, and either merges every delta and builds every partition's graph again. At a
+        million messages (3.5M rows, 4 partitions) a maintenance after 350 new rows ran 25
+        minutes on both cores without finishing (docs/scale.md), and a first build's own
+        maintenance joined the partitions it had just built (tests/test_vectors.py). The
+        partitions are Oaken's choice (vectors.ann_partitions), renewed by the rebuild in
+        _bound_deltas; Lance is asked for a plain delta (`num_indices_to_merge=0`, which skips
+        the rebalancing). Without pylance: optimize() as before."""
+        try:
+            import lance  # noqa: F401 - pylance: Lance's own Python API
+        except ImportError:
+            table.optimize()
+            return
+        table.compact_files()
+        vector = self._vector_index_name()
+        others = [str(i.name) for i in table.list_indices() if str(i.name) != vector]
+        optimizer = table.to_lance().optimize
+        if others:
+            optimizer.optimize_indices(index_names=others)
+        if vector is not None:
+            optimizer.optimize_indices(index_names=[vector], num_indices_to_merge=0)
 
     def _build_index(self, table: Any, *, replace: bool = False) -> None:
         from lancedb.index import IvfHnswSq
@@ -184,7 +209,7 @@ class VectorUpkeep:
         self._write_state()
         older = self._superseded_long_ago()
         if older is not None:
-            self.table().optimize(cleanup_older_than=older)  # compacts nothing new: only the cleanup
+            self.table().cleanup_old_versions(older_than=older)
 
     def _superseded_long_ago(self) -> timedelta | None:
         """The cleanup age that removes every version superseded more than retention_seconds ago,
