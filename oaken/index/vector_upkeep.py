@@ -129,8 +129,9 @@ class VectorUpkeep:
             table.optimize()
             return
         table.compact_files()
-        vector = self._vector_index_name()
-        others = [str(i.name) for i in table.list_indices() if str(i.name) != vector]
+        indexes = table.list_indices()
+        vector = self._vector_index_name(indexes)
+        others = [str(i.name) for i in indexes if str(i.name) != vector]
         optimizer = table.to_lance().optimize
         if others:
             optimizer.optimize_indices(index_names=others)
@@ -163,8 +164,9 @@ class VectorUpkeep:
         stats = self.table().index_stats(name)
         return int(stats.num_indices) - 1, int(stats.num_indexed_rows)
 
-    def _vector_index_name(self) -> str | None:
-        for i in self.table().list_indices():
+    def _vector_index_name(self, indexes: Any = None) -> str | None:
+        """The ANN index's name, from `indexes` (a list_indices() already read) or the table's."""
+        for i in self.table().list_indices() if indexes is None else indexes:
             if "vector" in (getattr(i, "columns", None) or []):
                 return str(i.name)
         return None
@@ -291,7 +293,7 @@ class VectorUpkeep:
         return (latest - safe["timestamp"]) + retention
 
     def has_index(self) -> bool:
-        return any("vector" in (getattr(i, "columns", None) or []) for i in self.table().list_indices())
+        return self._vector_index_name() is not None
 
     def size_bytes(self) -> int:
         return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
