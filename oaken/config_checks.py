@@ -75,8 +75,8 @@ def check_config(source: str, c: Config) -> None:
             raise ConfigError(
                 f"{source}: [search.vector_min_cosine] {model!r}: expected a cosine from -1 to 1, got {cosine}"
             )
-    if s.rrf_k == 0 or s.overfetch == 0 or s.max_candidates == 0:
-        raise ConfigError(f"{source}: [search] rrf_k, overfetch and max_candidates must be 1 or more")
+    if s.rrf_k == 0 or s.overfetch == 0 or s.max_candidates == 0 or s.fused_depth == 0:
+        raise ConfigError(f"{source}: [search] rrf_k, overfetch, max_candidates and fused_depth must be 1 or more")
     i = c.index
     if not 0 < i.chunk_target_tokens <= i.chunk_max_tokens <= 256:
         raise ConfigError(

@@ -30,7 +30,7 @@ def write(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
 def test_defaults_without_a_file(oaken_home: Path) -> None:
     c = cfg.load()
     assert c.search.rrf_k == 60 and c.search.exact_boost == 3.0 and c.search.keyword_min_match == 0.5
-    assert c.search.overfetch == 5 and c.search.max_candidates == 500 and c.search.vector_timeout_seconds == 10
+    assert c.search.overfetch == 5 and c.search.max_candidates == 500 and c.search.fused_depth == 500 and c.search.vector_timeout_seconds == 10
     assert c.embedder.model == "all-MiniLM-L6-v2"
     assert c.triage.categories[0] == "work" and len(c.triage.categories) == 8
     assert c.data_dir == oaken_home
@@ -66,6 +66,8 @@ def test_example_config_is_valid_and_shows_every_key() -> None:
         ("[serch]\nrrf_k = 60\n", "unknown key 'serch'; did you mean 'search'?"),
         ("[embedder]\nmodel = \"gpt\"\n", "[embedder] model: expected one of"),
         ("[search]\nkeyword_min_match = 2.0\n", "keyword_min_match: expected 0 to 1"),
+        ("[search]\nfused_depth = 0\n", "fused_depth must be 1 or more"),
+        ("[search]\nfused_depth = -5\n", "[search] fused_depth"),
         ("[search]\nllm_rewrite = true\n", "rewrite_command: required when llm_rewrite = true"),
         ("[log]\nformat = \"xml\"\n", "[log] format: expected one of"),
         ("[triage]\ncategories = \"work\"\n", "categories: expected a list of strings"),

@@ -132,6 +132,21 @@ def test_pages_join_up_and_the_top_does_not_depend_on_the_limit(embedded_mailbox
             assert "[[" in hit.snippet and "; in " in hit.why[0].detail, hit.id
 
 
+def test_fused_lists_are_cut_at_fused_depth_and_pages_within_it_join_up(embedded_mailbox: Path) -> None:
+    # each retriever lists fused_depth messages whatever the page (not max_candidates: 500 cost
+    # the vector side's candidate search at 1M and gained nothing on the real dev half)
+    cfg = concept(embedded_mailbox, vector_min_cosine={}, overfetch=1, fused_depth=4)
+    first = search("enron", config=cfg, limit=2, explain=True)
+    assert first.mode == "hybrid"
+    assert [t.kept for t in first.explain.retrievers] == [4, 4]
+    deeper = search("enron", config=cfg, limit=5, explain=True)  # past 4: the next multiple
+    assert [t.kept for t in deeper.explain.retrievers] == [8, 8]
+    top = ids(search("enron", config=cfg, limit=4))
+    assert [i for offset in range(0, 4, 2) for i in ids(search("enron", config=cfg, limit=2, offset=offset))] == top
+    capped = concept(embedded_mailbox, vector_min_cosine={}, overfetch=1, fused_depth=4, max_candidates=3)
+    assert [t.kept for t in search("enron", config=capped, limit=2, explain=True).explain.retrievers] == [3, 3]
+
+
 # ---- a hit holding the words is never marked as found by meaning alone -----------------------------
 
 @pytest.mark.parametrize(("query", "past_the_cut"), [("enron", True), ("the", True), ("enron please", True),

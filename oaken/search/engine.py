@@ -240,16 +240,21 @@ def search(
 
 
 def _depth(cfg: Config, plan: matching.MatchPlan | None, sort: str, need: int, *, fused: bool) -> int:
-    """How many messages each retriever lists: the same for every page of a query, so that its pages
-    are slices of one list. Fusion sums weight / (rrf_k + rank) over lists, so lists cut at a depth
-    that moved with offset + limit gave each page its own order (pages repeated and skipped hits,
-    and the top hits changed with --limit). Date order reaches over every match the search may
-    widen to. A listing, and a lookup's keyword list alone, are the same prefix at any depth
-    (newest first; the best chunk's bm25): they read only what the page needs."""
+    """How many messages each retriever lists: the same for every page of a query up to
+    `fused_depth`, so that those pages are slices of one list. Fusion sums weight / (rrf_k + rank)
+    over lists, so lists cut at a depth that moved with offset + limit gave each page its own order
+    (pages repeated and skipped hits, and the top hits changed with --limit); a page reaching past
+    `fused_depth` reads its next multiple, never past `max_candidates` unless the page itself
+    does. Date order reaches over every match the search may widen
+    to. A listing, and a lookup's keyword list alone, are the same prefix at any depth (newest
+    first; the best chunk's bm25): they read only what the page needs."""
     if plan is None:
         return need
-    if sort == "date" or fused or plan.question:  # a question's graded order moves with its depth
+    if sort == "date":
         return max(need, cfg.search.max_candidates)
+    if fused or plan.question:  # a question's graded order moves with its depth
+        block = cfg.search.fused_depth
+        return max(need, min(max(1, -(-need // block)) * block, cfg.search.max_candidates))
     return need
 
 
