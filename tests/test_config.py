@@ -30,7 +30,7 @@ def write(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
 def test_defaults_without_a_file(oaken_home: Path) -> None:
     c = cfg.load()
     assert c.search.rrf_k == 60 and c.search.exact_boost == 3.0 and c.search.keyword_min_match == 0.5
-    assert c.search.overfetch == 5 and c.search.max_candidates == 500 and c.search.fused_depth == 500 and c.search.vector_timeout_seconds == 10
+    assert c.search.overfetch == 5 and c.search.max_candidates == 500 and c.search.fused_depth == 50 and c.search.vector_timeout_seconds == 10
     assert c.embedder.model == "all-MiniLM-L6-v2"
     assert c.triage.categories[0] == "work" and len(c.triage.categories) == 8
     assert c.data_dir == oaken_home

@@ -139,6 +139,15 @@ def test_fused_lists_are_cut_at_fused_depth_and_pages_within_it_join_up(embedded
     first = search("enron", config=cfg, limit=2, explain=True)
     assert first.mode == "hybrid"
     assert [t.kept for t in first.explain.retrievers] == [4, 4]
+    # both lists were cut at 4: each share is measured from the share of rank 5 (no cliff past the cut)
+    assert [t.cut for t in first.explain.retrievers] == [4, 4]
+    for hit in first.hits:
+        for w in hit.why:
+            assert w.contribution == pytest.approx(w.weight / (60 + w.rank) - w.weight / (60 + 5))
+    from oaken.search.render import table
+
+    shown = table(first)
+    assert " - 1 / (k + 5) = " in shown and "keyword cut at 4" in shown
     deeper = search("enron", config=cfg, limit=5, explain=True)  # past 4: the next multiple
     assert [t.kept for t in deeper.explain.retrievers] == [8, 8]
     top = ids(search("enron", config=cfg, limit=4))

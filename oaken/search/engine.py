@@ -13,6 +13,7 @@ sentence-transformers or LanceDB.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -234,7 +235,10 @@ def search(
         hits,
         mode=mode,
         low_confidence=weighing.low_confidence(cfg, plan, kw, vec, best_cosine),
-        traces=tuple(lst.trace for lst in lists),
+        traces=tuple(
+            dataclasses.replace(lst.trace, cut=len(lst.ranked)) if fused is not None and lst.cut else lst.trace
+            for lst in lists
+        ),
         weights=weights,
     )
 
@@ -276,7 +280,7 @@ def _vector_list(job: Any, respond: PendingResponse) -> tuple[RetrieverResult | 
         return None, None, {}
     if result.state != "ok":
         return None, None, {}
-    return vector_side.as_list(result, job.ms), result.best_cosine, vector_side.best_chunks(result)
+    return vector_side.as_list(result, job.ms, job.want), result.best_cosine, vector_side.best_chunks(result)
 
 
 def _zone(cfg: Config, warnings: list[str]) -> Any:

@@ -94,7 +94,7 @@ def by_meaning_only(hit: Hit) -> bool:
     return bool(hit.why) and all(w.retriever == "vector" for w in hit.why)
 
 
-def _row(hit: Hit, width: int, color: bool, explain: bool) -> list[str]:
+def _row(hit: Hit, width: int, color: bool, explain: bool, cuts: dict[str, int]) -> list[str]:
     date = hit.date[:10] or "?"
     sender = _cut(_sender(hit.sender), 24)
     unread = "*" if hit.unread else " "
@@ -113,8 +113,9 @@ def _row(hit: Hit, width: int, color: bool, explain: bool) -> list[str]:
         lines.append(" " * 10 + f"+ {n} near-identical {'copy' if n == 1 else 'copies'}: {ids}")
     if explain:
         for w in hit.why:
+            cut = f" - {w.weight:g} / (k + {cuts[w.retriever] + 1})" if cuts.get(w.retriever) else ""
             said = (
-                f"{w.retriever} rank {w.rank}: {w.weight:g} / (k + {w.rank}) = {w.contribution:.5f}"
+                f"{w.retriever} rank {w.rank}: {w.weight:g} / (k + {w.rank}){cut} = {w.contribution:.5f}"
                 if w.rank
                 else f"{w.retriever}, no rank:"
             )  # rank 0: holds the words, past the list's depth
@@ -127,6 +128,8 @@ def _row(hit: Hit, width: int, color: bool, explain: bool) -> list[str]:
 def table(response: SearchResponse | View, *, color: bool = False, width: int | None = None) -> str:
     width = width or terminal_columns()
     lines: list[str] = []
+    # getattr: a daemon of an earlier version answers without it
+    cuts = {t.retriever: getattr(t, "cut", 0) for t in response.explain.retrievers} if response.explain else {}
     if response.explain:
         e = response.explain
         lines.append("query: " + ", ".join(f"{k}={v}" for k, v in e.parsed.items()))
@@ -135,12 +138,16 @@ def table(response: SearchResponse | View, *, color: bool = False, width: int | 
                 f"{t.retriever}: {t.state}, {t.kept} kept of {t.candidates} asked in {t.rounds} round(s), "
                 f"{t.ms} ms" + (f", MATCH {t.expression}" if t.expression else "")
             )
-        lines.append(f"fusion: rrf_k {e.rrf_k}, weights " + ", ".join(f"{k} {v:g}" for k, v in e.weights.items()))
+        lines.append(
+            f"fusion: rrf_k {e.rrf_k}, weights "
+            + ", ".join(f"{k} {v:g}" for k, v in e.weights.items())
+            + "".join(f"; {r} cut at {c}: shares less {r}'s at rank {c + 1}" for r, c in cuts.items() if c)
+        )
         lines.append("")
     if not response.hits:
         lines.append("no messages found")
     elif response.low_confidence:
         lines.append(LOW_CONFIDENCE)
     for hit in response.hits:
-        lines.extend(_row(hit, width, color, response.explain is not None))
+        lines.extend(_row(hit, width, color, response.explain is not None, cuts))
     return "\n".join(lines)

@@ -45,6 +45,9 @@ class RetrieverResult:
     retriever: str
     ranked: tuple[Ranked, ...]
     trace: RetrieverTrace
+    # more lay past the list (it was cut at its length, not exhausted): a message it does not hold
+    # may rank just past it, which fusion takes into account (oaken.search.fusion)
+    cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def keyword(
     trace = RetrieverTrace(
         "keyword", "ok", plan.expression, rounds, asked, len(ranked), round((time.perf_counter() - start) * 1000, 2)
     )
-    return RetrieverResult("keyword", ranked, trace)
+    return RetrieverResult("keyword", ranked, trace, cut=len(ranked) >= want or not exhausted)
 
 
 def describe(index: KeywordIndex, plan: MatchPlan, cons: Constraints, ranked: Sequence[Ranked]) -> dict[int, Ranked]:

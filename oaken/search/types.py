@@ -27,7 +27,8 @@ DEGRADED_REASONS = (
 @dataclass(frozen=True)
 class Why:
     """One retriever that found a hit: its rank (from 1, after chunks are collapsed to messages)
-    and what that rank adds to the fused score, weight / (rrf_k + rank). Rank 0 with contribution
+    and what that rank adds to the fused score, weight / (rrf_k + rank), less weight / (rrf_k + cut
+    + 1) for a list cut short (oaken.search.fusion). Rank 0 with contribution
     0 is a keyword entry for a hit the vector side ranked that holds the query's words too, but past
     the depth the keyword side listed: it is not found by meaning alone, and its score is as fused."""
 
@@ -77,6 +78,7 @@ class RetrieverTrace:
     candidates: int = 0  # chunks or messages asked for in the last round
     kept: int = 0  # messages left after every filter
     ms: float = 0.0
+    cut: int = 0  # the depth the list was cut at in fusion (more lay past it); 0: whole
 
 
 @dataclass(frozen=True)

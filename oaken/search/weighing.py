@@ -109,4 +109,5 @@ def weights(
 
 
 def fuse(lists: Sequence[RetrieverResult], weights: dict[str, float], rrf_k: int) -> list[FusedItem]:
-    return rrf_fuse({lst.retriever: [r.message for r in lst.ranked] for lst in lists}, weights, rrf_k)
+    cut = {lst.retriever: len(lst.ranked) for lst in lists if lst.cut and lst.ranked}
+    return rrf_fuse({lst.retriever: [r.message for r in lst.ranked] for lst in lists}, weights, rrf_k, cut)
