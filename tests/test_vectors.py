@@ -525,6 +525,40 @@ def test_labels_disposition_and_deletion_follow_raw_db(indexed: config_mod.Confi
     assert found == {target}
 
 
+def test_without_a_cursor_every_stored_message_is_compared_and_only_the_changed_written(
+    indexed: config_mod.Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a store from before the cursor, or restored from elsewhere: replaying the whole feed wrote
+    # every message's fields again (at 1M messages a thousand merges, 20+ minutes)
+    from oaken.index.vector_files import CURSOR_FILE, vectors_path
+
+    cfg = concept(indexed)
+    data_dir = config_mod.resolve_data_dir(cfg)
+    embedding.embed_pending(cfg)
+    target = message_id_of(cfg, "enron-lay-business-2.eml")
+    gone = message_id_of(cfg, "notmuch-23.eml")
+    with open_store(data_dir) as raw, raw.transaction():
+        raw.add_label(target, "Receipts")
+        raw.delete_messages([gone])
+    indexer.update(cfg, keyword_only=True)
+    (vectors_path(data_dir) / CURSOR_FILE).unlink()
+    written: list[list[int]] = []
+    update = VectorStore.update_fields
+
+    def counted(self: VectorStore, fields) -> None:
+        written.append([f.message for f in fields])
+        update(self, fields)
+
+    monkeypatch.setattr(VectorStore, "update_fields", counted)
+    report = embedding.embed_pending(cfg)
+    assert written == [[target]] and report.refreshed == 1 and report.removed >= 1
+    store = VectorStore(data_dir)
+    assert gone not in set(store.chunk_messages().values())
+    q = load_embedder(cfg).embed_query("anything at all")
+    assert {h.message for h in store.search(q, VectorFilters(labels=("receipts",)), 50)} == {target}
+    assert embedding.embed_pending(cfg).refreshed == 0  # the cursor is back
+
+
 def test_another_chunker_or_model_rebuilds_from_the_cache(indexed: config_mod.Config,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = concept(indexed)

@@ -241,6 +241,20 @@ class VectorStore(VectorUpkeep):
         t = self.table().search().where(f"message IN ({ids})").select(list(columns)).limit(None).to_arrow()
         return t.to_pylist()
 
+    def fields_between(self, low: int, high: int) -> dict[int, MessageFields]:
+        """The prefilter fields stored for each message with an id in [low, high] (its first row's:
+        a message's rows all carry its fields)."""
+        columns = ["message", *FIELD_COLUMNS]
+        t = self.table().search().where(f"message >= {int(low)} AND message <= {int(high)}")
+        t = t.select(columns).limit(None).to_arrow()
+        _, first = np.unique(t.column("message").to_numpy(), return_index=True)
+        t = t.take(first)
+        out: dict[int, MessageFields] = {}
+        for r in t.to_pylist():
+            r["labels"], r["folders"] = tuple(r["labels"]), tuple(r["folders"])
+            out[r["message"]] = MessageFields(**r)
+        return out
+
     # ---- writes -----------------------------------------------------------------------------
 
     def upsert(self, fields: Mapping[int, MessageFields], chunks: Sequence[ChunkVector]) -> None:
