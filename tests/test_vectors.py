@@ -505,8 +505,9 @@ def test_newest_mail_is_embedded_first(indexed: config_mod.Config) -> None:
     assert stored == {newest}
 
 
-def test_labels_disposition_and_deletion_follow_raw_db(indexed: config_mod.Config) -> None:
-    cfg = concept(indexed)
+def _label_archive_and_delete(cfg: config_mod.Config) -> tuple[Path, int, int]:
+    """Embed everything, then in raw.db label and archive one message and delete another:
+    (data dir, the labelled one, the deleted one)."""
     data_dir = config_mod.resolve_data_dir(cfg)
     embedding.embed_pending(cfg)
     target = message_id_of(cfg, "enron-lay-business-2.eml")
@@ -516,6 +517,12 @@ def test_labels_disposition_and_deletion_follow_raw_db(indexed: config_mod.Confi
         raw.set_triage(target, categories=cfg.triage.categories, disposition="archived")
         raw.delete_messages([gone])
     indexer.update(cfg, keyword_only=True)
+    return data_dir, target, gone
+
+
+def test_labels_disposition_and_deletion_follow_raw_db(indexed: config_mod.Config) -> None:
+    cfg = concept(indexed)
+    data_dir, target, gone = _label_archive_and_delete(cfg)
     report = embedding.embed_pending(cfg)
     assert report.refreshed >= 1 and report.removed >= 1 and report.embedded == 0
     store = VectorStore(data_dir)
@@ -533,14 +540,7 @@ def test_without_a_cursor_every_stored_message_is_compared_and_only_the_changed_
     from oaken.index.vector_files import CURSOR_FILE, vectors_path
 
     cfg = concept(indexed)
-    data_dir = config_mod.resolve_data_dir(cfg)
-    embedding.embed_pending(cfg)
-    target = message_id_of(cfg, "enron-lay-business-2.eml")
-    gone = message_id_of(cfg, "notmuch-23.eml")
-    with open_store(data_dir) as raw, raw.transaction():
-        raw.add_label(target, "Receipts")
-        raw.delete_messages([gone])
-    indexer.update(cfg, keyword_only=True)
+    data_dir, target, gone = _label_archive_and_delete(cfg)
     (vectors_path(data_dir) / CURSOR_FILE).unlink()
     written: list[list[int]] = []
     update = VectorStore.update_fields
