@@ -139,7 +139,7 @@ def test_fused_lists_are_cut_at_fused_depth_and_pages_within_it_join_up(embedded
     first = search("enron", config=cfg, limit=2, explain=True)
     assert first.mode == "hybrid"
     assert [t.kept for t in first.explain.retrievers] == [4, 4]
-    # both lists were cut at 4: each share is measured from the share of rank 5 (no cliff past the cut)
+    # both lists were cut at 4 (more matched): each share is measured from the share of rank 5
     assert [t.cut for t in first.explain.retrievers] == [4, 4]
     for hit in first.hits:
         for w in hit.why:
@@ -147,7 +147,10 @@ def test_fused_lists_are_cut_at_fused_depth_and_pages_within_it_join_up(embedded
     from oaken.search.render import table
 
     shown = table(first)
-    assert " - 1 / (k + 5) = " in shown and "keyword cut at 4" in shown
+    assert " - 1 / (k + 5) = " in shown and "keyword cut at 4" in shown and "vector cut at 4" in shown
+    # a keyword list holding every match is whole: a message it does not hold does not match
+    rare = search("bankruptcy", config=cfg, limit=2, explain=True)
+    assert 0 < rare.explain.retrievers[0].kept < 4 and rare.explain.retrievers[0].cut == 0
     deeper = search("enron", config=cfg, limit=5, explain=True)  # past 4: the next multiple
     assert [t.kept for t in deeper.explain.retrievers] == [8, 8]
     top = ids(search("enron", config=cfg, limit=4))

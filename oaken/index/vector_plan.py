@@ -125,22 +125,17 @@ def _compare_all(store: VectorStore, raw: Store, present: set[int]) -> tuple[int
     are written: replaying the whole feed instead rewrote every row a thousand messages at a time,
     at a million messages over 20 minutes of merges and compactions. Returns (rows removed,
     messages refreshed)."""
-    gone: set[int] = set()
-    changed: list[MessageFields] = []
+    removed = refreshed = 0
     ordered = sorted(present)
     for i in range(0, len(ordered), COMPARE_SPAN):
         part = ordered[i : i + COMPARE_SPAN]
         held = store.fields_between(part[0], part[-1])
         metas = raw.metas(part)
-        gone.update(m for m in part if m not in metas)
-        for m, meta in metas.items():
-            now = normal(MessageFields.from_meta(meta))
-            if held.get(m) != now:
-                changed.append(now)
-    removed = store.delete_messages(gone)
-    for i in range(0, len(changed), COMPARE_SPAN):
-        store.update_fields(changed[i : i + COMPARE_SPAN])
-    return removed, len(changed)
+        removed += store.delete_messages(m for m in part if m not in metas)
+        changed = [f for f in (normal(MessageFields.from_meta(m)) for m in metas.values()) if held.get(f.message) != f]
+        store.update_fields(changed)
+        refreshed += len(changed)
+    return removed, refreshed
 
 
 def _feed(raw: Store, since: int, until: int) -> Iterator[list[Change]]:

@@ -280,7 +280,7 @@ def _vector_list(job: Any, respond: PendingResponse) -> tuple[RetrieverResult | 
         return None, None, {}
     if result.state != "ok":
         return None, None, {}
-    return vector_side.as_list(result, job.ms, job.want), result.best_cosine, vector_side.best_chunks(result)
+    return vector_side.as_list(result, job.ms), result.best_cosine, vector_side.best_chunks(result)
 
 
 def _zone(cfg: Config, warnings: list[str]) -> Any:

@@ -45,8 +45,10 @@ class RetrieverResult:
     retriever: str
     ranked: tuple[Ranked, ...]
     trace: RetrieverTrace
-    # more lay past the list (it was cut at its length, not exhausted): a message it does not hold
-    # may rank just past it, which fusion takes into account (oaken.search.fusion)
+    # Cut short: more lay past the list (matches past the chunks read; cosines past the candidates),
+    # so a message it does not hold may rank just past it, and fusion measures its shares from the
+    # share of the rank just past it (oaken.search.fusion). A whole list (every match read) is not
+    # cut: a message it does not hold does not match.
     cut: bool = False
 
 
@@ -153,7 +155,9 @@ def keyword(
     trace = RetrieverTrace(
         "keyword", "ok", plan.expression, rounds, asked, len(ranked), round((time.perf_counter() - start) * 1000, 2)
     )
-    return RetrieverResult("keyword", ranked, trace, cut=len(ranked) >= want or not exhausted)
+    # cut short: more matches lay past the chunks read (a lookup's words across chunks: its quota met)
+    cut = not exhausted or (bool(spread) and len(ranked) >= want)
+    return RetrieverResult("keyword", ranked, trace, cut=cut)
 
 
 def describe(index: KeywordIndex, plan: MatchPlan, cons: Constraints, ranked: Sequence[Ranked]) -> dict[int, Ranked]:

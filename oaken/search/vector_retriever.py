@@ -52,6 +52,7 @@ class VectorResult:
     candidates: int = 0  # chunks asked for in the last round
     embedded_text: str = ""  # what was embedded, after any rewrite
     timings: Mapping[str, float] = field(default_factory=dict)  # milliseconds
+    cut: bool = False  # more lay past the hits: the `want` asked for were found, or widening stopped
 
     @property
     def degraded_reason(self) -> str | None:
@@ -323,7 +324,15 @@ class VectorRetriever:
             for rank, (m, best, others) in enumerate(kept[:want], start=1)
         )
         return VectorResult(
-            hits, OK, tuple(warnings), hits[0].score if hits else None, rounds, candidates, text, timings
+            hits,
+            OK,
+            tuple(warnings),
+            hits[0].score if hits else None,
+            rounds,
+            candidates,
+            text,
+            timings,
+            cut=len(kept) >= want or not exhausted,
         )
 
 

@@ -150,7 +150,7 @@ class VectorJob:
         return self.result, warning
 
 
-def as_list(result: VectorResult, ms: float, want: int) -> RetrieverResult:
+def as_list(result: VectorResult, ms: float) -> RetrieverResult:
     """The vector list as fusion takes it (its snippets are filled for the page only: `snippets`)."""
     ranked = tuple(
         Ranked(
@@ -168,7 +168,7 @@ def as_list(result: VectorResult, ms: float, want: int) -> RetrieverResult:
     trace = RetrieverTrace(
         "vector", result.state, result.embedded_text, result.rounds, result.candidates, len(ranked), ms
     )
-    return RetrieverResult("vector", ranked, trace, cut=len(ranked) >= want)
+    return RetrieverResult("vector", ranked, trace, cut=result.cut)
 
 
 def best_chunks(result: VectorResult) -> dict[int, int]:

@@ -62,7 +62,9 @@ def meaning_floor(
     if len(kept) == len(vec.ranked):
         return vec
     ranked = tuple(replace(r, rank=rank) for rank, r in enumerate(kept, start=1))
-    return RetrieverResult(vec.retriever, ranked, replace(vec.trace, kept=len(ranked)))
+    # still cut where it was: a message of the keyword list it no longer holds lay past its cut
+    # (one it held is kept whatever its cosine), so fusion gives it the share past the cut
+    return RetrieverResult(vec.retriever, ranked, replace(vec.trace, kept=len(ranked)), cut=vec.cut)
 
 
 def low_confidence(
