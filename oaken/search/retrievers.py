@@ -197,7 +197,7 @@ def past_the_list(index: KeywordIndex, plan: MatchPlan, messages: Sequence[int],
             score=c.best.score,
             snippet=c.best.snippet,
             detail=(
-                f"{_holds(c, total)}; bm25 {c.best.score:.2f}{_columns(c.best.columns)}; not ranked: past the "
+                f"{_holds(c, total)}{_columns(c.best.columns)}; not ranked: past the "
                 f"{listed} messages the keyword side lists, so it adds nothing to the score"
             ),
             strong=len(c.held) >= total,
