@@ -148,6 +148,9 @@ def test_fused_lists_are_cut_at_fused_depth_and_pages_within_it_join_up(embedded
 
     shown = table(first)
     assert " - 1 / (k + 5) = " in shown and "keyword cut at 4" in shown and "vector cut at 4" in shown
+    # one list alone keeps its plain shares: the scores of a keyword-only search do not move with --limit
+    alone = [search("enron", config=cfg, limit=n, retrievers=("keyword",)).hits[0].score for n in (1, 6)]
+    assert alone[0] == alone[1] == pytest.approx(1 / 61)
     # a keyword list holding every match is whole: a message it does not hold does not match
     rare = search("bankruptcy", config=cfg, limit=2, explain=True)
     assert 0 < rare.explain.retrievers[0].kept < 4 and rare.explain.retrievers[0].cut == 0

@@ -236,7 +236,9 @@ def search(
         mode=mode,
         low_confidence=weighing.low_confidence(cfg, plan, kw, vec, best_cosine),
         traces=tuple(
-            dataclasses.replace(lst.trace, cut=len(lst.ranked)) if fused is not None and lst.cut else lst.trace
+            dataclasses.replace(lst.trace, cut=len(lst.ranked))
+            if fused is not None and lst.cut and len(lists) > 1
+            else lst.trace
             for lst in lists
         ),
         weights=weights,

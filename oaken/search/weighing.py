@@ -111,5 +111,6 @@ def weights(
 
 
 def fuse(lists: Sequence[RetrieverResult], weights: dict[str, float], rrf_k: int) -> list[FusedItem]:
-    cut = {lst.retriever: len(lst.ranked) for lst in lists if lst.cut and lst.ranked}
+    # one list alone: its order is its own, and its scores stay what they were at any --limit
+    cut = {lst.retriever: len(lst.ranked) for lst in lists if lst.cut and lst.ranked} if len(lists) > 1 else {}
     return rrf_fuse({lst.retriever: [r.message for r in lst.ranked] for lst in lists}, weights, rrf_k, cut)
