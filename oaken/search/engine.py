@@ -215,7 +215,8 @@ def search(
             if not lists:
                 return respond(mode=mode)
             weights = weighing.weights(cfg, parsed, lists, question=plan is not None and plan.question)
-            fused = weighing.fuse(lists, weights, cfg.search.rrf_k) if plan is not None else None
+            cut = weighing.cuts(lists) if plan is not None else {}
+            fused = weighing.fuse(lists, weights, cfg.search.rrf_k, cut) if plan is not None else None
 
             t = time.perf_counter()
             fill = None
@@ -235,12 +236,7 @@ def search(
         hits,
         mode=mode,
         low_confidence=weighing.low_confidence(cfg, plan, kw, vec, best_cosine),
-        traces=tuple(
-            dataclasses.replace(lst.trace, cut=len(lst.ranked))
-            if fused is not None and lst.cut and len(lists) > 1
-            else lst.trace
-            for lst in lists
-        ),
+        traces=tuple(dataclasses.replace(lst.trace, cut=cut.get(lst.retriever, 0)) for lst in lists),
         weights=weights,
     )
 
@@ -251,9 +247,9 @@ def _depth(cfg: Config, plan: matching.MatchPlan | None, sort: str, need: int, *
     over lists, so lists cut at a depth that moved with offset + limit gave each page its own order
     (pages repeated and skipped hits, and the top hits changed with --limit); a page reaching past
     `fused_depth` reads its next multiple, never past `max_candidates` unless the page itself
-    does. Date order reaches over every match the search may widen
-    to. A listing, and a lookup's keyword list alone, are the same prefix at any depth (newest
-    first; the best chunk's bm25): they read only what the page needs."""
+    does. Date order reaches over every match the search may widen to. A listing, and a lookup's
+    keyword list alone, are the same prefix at any depth (newest first; the best chunk's bm25):
+    they read only what the page needs."""
     if plan is None:
         return need
     if sort == "date":

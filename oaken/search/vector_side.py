@@ -122,7 +122,7 @@ class VectorJob:
         self._retriever = retriever(cfg, data_dir)
         self._text = embedded_text(parsed)
         self._filters = prefilters(cons.index)
-        self.want = min(want, MAX_DEPTH)
+        self._want = min(want, MAX_DEPTH)
         self._thread = threading.Thread(target=self._run, name="oaken-vector-side", daemon=True)
         self._thread.start()
 
@@ -132,7 +132,7 @@ class VectorJob:
                 self._admit.settle()
                 index = self._admit.cons.index
                 self._filters = replace(prefilters(index), disposition_unsure=index.disposition_unsure)
-            self.result = self._retriever.retrieve(self._text, self._filters, want=self.want, admit=self._admit)
+            self.result = self._retriever.retrieve(self._text, self._filters, want=self._want, admit=self._admit)
         except Exception as e:  # noqa: BLE001 - retrieve never raises; should it, keyword results still come back
             self.result = VectorResult((), "error", (f"vector search failed: {type(e).__name__}: {e}",))
         finally:

@@ -110,7 +110,15 @@ def weights(
     return out
 
 
-def fuse(lists: Sequence[RetrieverResult], weights: dict[str, float], rrf_k: int) -> list[FusedItem]:
-    # one list alone: its order is its own, and its scores stay what they were at any --limit
-    cut = {lst.retriever: len(lst.ranked) for lst in lists if lst.cut and lst.ranked} if len(lists) > 1 else {}
+def cuts(lists: Sequence[RetrieverResult]) -> dict[str, int]:
+    """The depth each list that was cut short is fused at (oaken.search.fusion). None for one list
+    alone: its order is its own, and its scores stay what they were at any --limit."""
+    if len(lists) < 2:
+        return {}
+    return {lst.retriever: len(lst.ranked) for lst in lists if lst.cut and lst.ranked}
+
+
+def fuse(
+    lists: Sequence[RetrieverResult], weights: dict[str, float], rrf_k: int, cut: dict[str, int]
+) -> list[FusedItem]:
     return rrf_fuse({lst.retriever: [r.message for r in lst.ranked] for lst in lists}, weights, rrf_k, cut)
