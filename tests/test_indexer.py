@@ -428,3 +428,32 @@ def test_a_bulk_load_leaves_one_full_text_segment(mailbox: Config, monkeypatch: 
     import_mail([INDEX_DATA], account="work", config=cfg)  # one message: no merge
     indexer.update(cfg, keyword_only=True)
     assert merged == [1]
+
+
+def test_a_no_change_pass_a_triage_and_status_read_no_table_whole(indexed: Config,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cost of a pass follows the change, not the mailbox: SQLite counts the rows each
+    statement stepped through in a full scan, and none may do one (the schema's own table aside).
+    Found by this test: the chunker check of every pass scanned every message (~200 ms at a
+    million), and three lookups by id scanned where SQLite's statistics said the table was small."""
+    import apsw
+
+    from oaken import api
+
+    cfg = dataclasses.replace(indexed, embedder=config_mod.EmbedderConfig(model="concept"))
+    indexer.update(cfg)  # the vectors, so the vector pass runs below too
+    ran: list[tuple[str, int]] = []
+
+    def count_scans(con: apsw.Connection) -> None:
+        def profile(event: dict) -> None:
+            ran.append((event["sql"], (event.get("stmt_status") or {}).get("SQLITE_STMTSTATUS_FULLSCAN_STEP", 0)))
+
+        con.trace_v2(apsw.SQLITE_TRACE_PROFILE, profile)
+
+    monkeypatch.setattr(apsw, "connection_hooks", [*apsw.connection_hooks, count_scans])
+    assert indexer.update(cfg) is not None
+    api.set_triage(message_id_of(cfg, "notmuch-03.eml"), category="finance", priority=2, config=cfg)
+    indexer.update(cfg)
+    api.status(config=cfg)
+    assert any("chunker_version" in sql for sql, _ in ran)  # the hook saw the passes' statements
+    assert [(sql, steps) for sql, steps in ran if steps and "sqlite_master" not in sql] == []

@@ -56,7 +56,10 @@ class StoredReads:
         return [
             (int(r[0]), int(r[1]))
             for r in self._run(
-                "SELECT id, message FROM chunks WHERE message IN (SELECT value FROM json_each(?)) AND " + EMBEDDED_SQL,
+                # CROSS JOIN: the ids first, each message's chunks by its index, whatever the statistics
+                # say (on a small index.db SQLite chose to scan every chunk)
+                "SELECT c.id, c.message FROM json_each(?) AS j CROSS JOIN chunks AS c ON c.message = j.value "
+                "WHERE c." + EMBEDDED_SQL,
                 [json.dumps(sorted(set(messages)))],
             )
         ]
@@ -69,7 +72,7 @@ class StoredReads:
     def message_dates(self, messages: Iterable[int]) -> dict[int, int]:
         return dict(
             self._run(
-                "SELECT id, date FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                "SELECT m.id, m.date FROM json_each(?) AS j CROSS JOIN messages AS m ON m.id = j.value",
                 [json.dumps(sorted(set(messages)))],
             )
         )

@@ -14,6 +14,7 @@ import apsw
 from oaken.index.keyword.pool import POOL
 from oaken.index.keyword.records import ChunkText, MessageFields
 from oaken.index.keyword.schema import (
+    CHUNKER_INDEX,
     COLUMNS,
     COUNT_NOW,
     COUNTER_TRIGGERS,
@@ -68,6 +69,9 @@ class KeywordWriter:
             if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages_disposition'").fetchone():
                 with self.transaction():  # an index.db made before it: ~0.1 s at 100k messages, once
                     self.db.execute(DISPOSITION_INDEX)
+            if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages_chunker'").fetchone():
+                with self.transaction():  # an index.db made before it: ~1 s at a million messages, once
+                    self.db.execute(CHUNKER_INDEX)
             if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'count_chunk_kind'").fetchone():
                 with self.transaction():  # an index.db made before the counters: counted once
                     self.db.execute(COUNTER_TRIGGERS + COUNT_NOW)
@@ -178,17 +182,20 @@ class KeywordWriter:
     def other_chunker(self, version: int) -> bool:
         """True when some message was chunked by another chunker version (its chunks, and the
         vectors made of them, are not what this code would make)."""
-        return (
-            self.db.execute("SELECT 1 FROM messages WHERE chunker_version != ? LIMIT 1", (version,)).fetchone()
-            is not None
-        )
+        row = self.db.execute(
+            "SELECT (SELECT min(chunker_version) FROM messages), (SELECT max(chunker_version) FROM messages)"
+        ).fetchone()
+        return row is not None and row[0] is not None and (row[0] != version or row[1] != version)
 
     def hashes(self, messages: Iterable[int]) -> dict[int, tuple[str, int]]:
         """message -> (content_hash, chunker_version) of what is indexed now."""
         return {
             r[0]: (r[1], r[2])
             for r in self.db.execute(
-                "SELECT id, content_hash, chunker_version FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                # the ids first, then each message by its key: the order SQLite picks from the table's
+                # statistics was a scan of every message on a small index.db
+                "SELECT m.id, m.content_hash, m.chunker_version FROM json_each(?) AS j "
+                "CROSS JOIN messages AS m ON m.id = j.value",
                 (json.dumps(sorted(set(messages))),),
             )
         }
