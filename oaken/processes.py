@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import ctypes
 
 # Native runtimes that run threads of their own once loaded.
-THREADED_RUNTIMES = ("lancedb", "openvino", "onnxruntime", "torch")
+THREADED_RUNTIMES = ("lance", "openvino", "onnxruntime", "torch")
 
 
 def start_method() -> str:

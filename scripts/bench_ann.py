@@ -206,7 +206,7 @@ def real_vectors(work: Path, corpora: Sequence[Path]) -> tuple[np.ndarray, np.nd
         print(f"imported and embedded {', '.join(p.name for p in corpora)} in {time.perf_counter() - start:.0f} s")
     from oaken.index.vectors import VectorStore
 
-    t = VectorStore(home).table().search().select(["chunk_id", "message", "vector"]).limit(None).to_arrow()
+    t = VectorStore(home).table().to_table(columns=["chunk_id", "message", "vector"])
     order = np.lexsort((t.column("chunk_id").to_numpy(), t.column("message").to_numpy()))  # grouped by message
     vectors = t.column("vector").combine_chunks().flatten().to_numpy().reshape(t.num_rows, -1)[order]
     messages, chunks = t.column("message").to_numpy()[order], t.column("chunk_id").to_numpy()[order]
@@ -594,12 +594,11 @@ def main() -> None:
 
 
 def _index_stats(store: Any) -> dict[str, Any] | None:
-    """What LanceDB built (its default partition count is not documented as a number)."""
+    """What Lance built (its default partition count is not documented as a number)."""
     try:
-        for idx in store.table().list_indices():
-            s = store.table().index_stats(idx.name)
-            return {k: v for k, v in (s.__dict__ if hasattr(s, "__dict__") else dict(s)).items()
-                    if isinstance(v, (int, float, str))}
+        for idx in store.table().describe_indices():
+            s = store.table().stats.index_stats(idx.name)
+            return {k: v for k, v in s.items() if isinstance(v, (int, float, str))}
     except Exception as exc:  # stats are a nicety: say so and go on
         return {"error": str(exc)}
     return None

@@ -19,9 +19,9 @@ a = ap.parse_args()
 
 store = V.VectorStore(a.data_dir, retention_seconds=0.0)
 t = store.table()
-print("rows", store.count(), "indexes", [ (i.name, i.index_type) for i in t.list_indices()], flush=True)
+print("rows", store.count(), "indexes", [(i.name, i.index_type) for i in t.describe_indices()], flush=True)
 try:
-    st = t.index_stats("vector_idx"); print("stats", st)
+    st = t.stats.index_stats("vector_idx"); print("stats", st)
 except Exception as e:
     print("stats?", e)
 
@@ -33,7 +33,7 @@ if a.truth.exists():
 else:
     t0 = time.time()
     ids, msgs, vecs = [], [], []
-    for batch in t.to_lance().to_batches(columns=["chunk_id", "message", "vector"], batch_size=65536):
+    for batch in t.to_batches(columns=["chunk_id", "message", "vector"], batch_size=65536):
         ids.append(batch.column(0).to_numpy()); msgs.append(batch.column(1).to_numpy())
         vecs.append(batch.column(2).flatten().to_numpy().reshape(batch.num_rows, -1))
     chunk_ids = np.concatenate(ids); messages = np.concatenate(msgs); vectors = np.concatenate(vecs).astype(np.float32)

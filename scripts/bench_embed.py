@@ -74,9 +74,9 @@ def bench_embedding(corpus: Path, n_messages: int, rounds: int, work: Path, back
     load_s = time.perf_counter() - t
     embedder.embed_documents(texts[:32])  # warm-up, as the pipeline's own is
     t = time.perf_counter()
-    import lancedb  # noqa: F401  (once per process: the daemon or `oaken reindex` pays it once, not per chunk)
+    import lance  # noqa: F401  (once per process: the daemon or `oaken reindex` pays it once, not per chunk)
 
-    lancedb_import_s = time.perf_counter() - t
+    lance_import_s = time.perf_counter() - t
 
     def raw(peer=embedder) -> tuple[float, float]:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -118,7 +118,7 @@ def bench_embedding(corpus: Path, n_messages: int, rounds: int, work: Path, back
         "messages": n_messages, "body_chunks": len(chunks), "distinct_texts": len(texts),
         "encoded_by_pipeline": report.encoded, "embedded_rows": report.embedded,
         "approx_tokens": tokens, "model_load_s": round(load_s, 2),
-        "lancedb_import_s (before timing)": round(lancedb_import_s, 2),
+        "lance_import_s (before timing)": round(lance_import_s, 2),
         "raw_encode_wall_s": [round(r[0], 2) for r in raws],
         "raw_encode_cpu_s": [round(r[1], 2) for r in raws],
         "pipeline_wall_s": [round(p[0], 2) for p in pipes],

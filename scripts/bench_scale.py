@@ -171,7 +171,7 @@ from oaken.index import indexer
 cfg = config.load()
 keyword_only = cfg.embedder.model == "none"
 if not keyword_only:
-    import lancedb  # noqa: F401 - what a running daemon has loaded already
+    import lance  # noqa: F401 - what a running daemon has loaded already
 indexer.update(cfg, keyword_only=keyword_only)
 out = {}
 def timed(name, fn):

@@ -613,10 +613,9 @@ def _inspect_main(home: str, spec_path: str) -> int:
     vectors_dir = data_dir / "vectors"
     if cfg.embedder.model != "none" and vectors_dir.exists() and body_chunks is not None:
         try:
-            import lancedb
+            import lance
 
-            table = lancedb.connect(str(vectors_dir)).open_table("chunks")
-            rows = table.search().select(["chunk_id", "message"]).limit(None).to_arrow()
+            rows = lance.dataset(str(vectors_dir / "chunks.lance")).to_table(columns=["chunk_id", "message"])
             chunk_ids = rows.column("chunk_id").to_pylist()
             messages = rows.column("message").to_pylist()
             rebuilding = (vectors_dir / "rebuilding.json").exists()

@@ -26,7 +26,7 @@ from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERY = "invoice"  # keyword hits in tests/data/search; meaning finds more
-HEAVY = ("lancedb", "numpy", "oaken.search.engine")
+HEAVY = ("lance", "lancedb", "numpy", "oaken.search.engine")
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,7 @@ def test_same_text_same_vector_in_another_process() -> None:
 
 def test_imports_nothing_heavy() -> None:
     code = ("import sys, oaken.index.concept; "
-            "print(' '.join(m for m in ('torch', 'sentence_transformers', 'lancedb') if m in sys.modules))")
+            "print(' '.join(m for m in ('torch', 'sentence_transformers', 'lancedb', 'lance') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == ""
 

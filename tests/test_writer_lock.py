@@ -19,12 +19,12 @@ from oaken.index.vectors import VectorStore
 from tests.index_fixtures import open_index
 
 # a reindex in its own process, started at the moment the test gives (so that two overlap), with
-# the modules and LanceDB imported before it
+# the modules and Lance imported before it
 _REINDEX = """
 import sys, time
 from oaken import config as c, log
 from oaken.index import indexer
-import lancedb
+import lance  # noqa: F401
 log.configure()
 cfg = c.Config(paths=c.PathsConfig(data_dir=sys.argv[1]), embedder=c.EmbedderConfig(model="concept"))
 time.sleep(max(0.0, float(sys.argv[2]) - time.time()))

@@ -157,8 +157,8 @@ def _embed(
 
     redo: Embedder | None = None
     if embedder is None and last is None:
-        # LanceDB's import (~1.3 s, mostly pydantic) overlaps with loading the model (mostly native)
-        threading.Thread(target=_import_lancedb, name="oaken-import-lancedb", daemon=True).start()
+        # Lance's import (~0.4 s) overlaps with loading the model (mostly native)
+        threading.Thread(target=_import_lance, name="oaken-import-lance", daemon=True).start()
         embedder = load_embedder(config)
         if embedder is None:
             return EmbedReport(None, 0, 0, 0, 0, 0, 0, False, 0.0)
@@ -274,9 +274,9 @@ def _nothing_to_do(config: Config, data_dir: Path, last: dict | None) -> EmbedRe
     return None
 
 
-def _import_lancedb() -> None:
+def _import_lance() -> None:
     try:
-        import lancedb  # noqa: F401
+        import lance  # noqa: F401
     except Exception:  # noqa: BLE001 - the caller's own import reports it
         pass
 

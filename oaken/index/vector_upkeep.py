@@ -107,7 +107,7 @@ class VectorUpkeep:
         if older is not None:
             table.cleanup_old_versions(older_than=older)
         # what this maintenance superseded is kept through the retention: removed by tidy after it
-        waiting = len(table.list_versions()) > 1
+        waiting = len(table.versions()) > 1
         self._cleanup_after = time.time() + self.retention_seconds + 1.0 if waiting else None
         self._write_state()
         return out
@@ -122,37 +122,29 @@ class VectorUpkeep:
         maintenance joined the partitions it had just built (tests/test_vectors.py). The
         partitions are Oaken's choice (vectors.ann_partitions), renewed by the rebuild in
         _bound_deltas; Lance is asked for a plain delta (`num_indices_to_merge=0`, which skips
-        the rebalancing). Without pylance: optimize() as before."""
-        try:
-            import lance  # noqa: F401 - pylance: Lance's own Python API
-        except ImportError:
-            table.optimize()
-            return
-        table.compact_files()
-        indexes = table.list_indices()
+        the rebalancing)."""
+        optimizer = table.optimize
+        optimizer.compact_files()
+        indexes = table.describe_indices()
         vector = self._vector_index_name(indexes)
         others = [str(i.name) for i in indexes if str(i.name) != vector]
-        optimizer = table.to_lance().optimize
         if others:
             optimizer.optimize_indices(index_names=others)
         if vector is not None:
             optimizer.optimize_indices(index_names=[vector], num_indices_to_merge=0)
 
     def _build_index(self, table: Any, *, replace: bool = False) -> None:
-        from lancedb.index import IvfHnswSq
-
         from oaken.index import vectors  # its ANN build settings: read there, where they are tuned
 
         rows = self.count()
         table.create_index(
             "vector",
+            index_type="IVF_HNSW_SQ",
+            metric="cosine",
             replace=replace,
-            config=IvfHnswSq(
-                distance_type="cosine",
-                ef_construction=vectors.ANN_EF_CONSTRUCTION,
-                m=vectors.ANN_M,
-                num_partitions=vectors.ann_partitions(rows),
-            ),
+            num_partitions=vectors.ann_partitions(rows),
+            m=vectors.ANN_M,
+            ef_construction=vectors.ANN_EF_CONSTRUCTION,
         )
         self._ann_base_rows = rows
 
@@ -161,13 +153,13 @@ class VectorUpkeep:
         name = self._vector_index_name()
         if name is None:
             return None
-        stats = self.table().index_stats(name)
-        return int(stats.num_indices) - 1, int(stats.num_indexed_rows)
+        stats = self.table().stats.index_stats(name)
+        return int(stats["num_indices"]) - 1, int(stats["num_indexed_rows"])
 
     def _vector_index_name(self, indexes: Any = None) -> str | None:
-        """The ANN index's name, from `indexes` (a list_indices() already read) or the table's."""
-        for i in self.table().list_indices() if indexes is None else indexes:
-            if "vector" in (getattr(i, "columns", None) or []):
+        """The ANN index's name, from `indexes` (a describe_indices() already read) or the table's."""
+        for i in self.table().describe_indices() if indexes is None else indexes:
+            if "vector" in i.field_names:
                 return str(i.name)
         return None
 
@@ -187,12 +179,8 @@ class VectorUpkeep:
             self._build_index(table, replace=True)
             return {"index_rebuilt": round(time.monotonic() - t, 3)}
         try:
-            import lance  # noqa: F401 - pylance: Lance's own Python API
-
-            table.to_lance().optimize.optimize_indices(
-                num_indices_to_merge=deltas, index_names=[self._vector_index_name()]
-            )
-        except Exception as exc:  # ImportError, or Lance's own: the deltas stay, searches still right
+            table.optimize.optimize_indices(num_indices_to_merge=deltas, index_names=[self._vector_index_name()])
+        except Exception as exc:  # Lance's own: the deltas stay, searches still right
             from oaken import log
 
             log.get().warning("vector_index_merge_failed", path=str(self.path), deltas=deltas, error=str(exc))
@@ -219,7 +207,7 @@ class VectorUpkeep:
         what the newest version itself superseded. A version older than the retention that is
         not the newest is kept (its successor may be recent), with a second's margin for the
         cleanup's own clock, which reads a moment later."""
-        versions = sorted(self.table().list_versions(), key=lambda v: v["version"])
+        versions = sorted(self.table().versions(), key=lambda v: v["version"])
         if len(versions) < 2:
             return None
         retention = timedelta(seconds=self.retention_seconds)
@@ -248,23 +236,21 @@ class VectorUpkeep:
     )
 
     def _ensure_key_indexes(self, table: Any) -> None:
-        """B-tree indexes on the columns rows are found by. Without them LanceDB's merge_insert
-        (a triage or label change: update_fields) joined against every row and a delete or a
-        `message IN (...)` read scanned the column: 0.8-1.7 s for 4 rows of 221,836 (100,000
-        messages), 6-12 ms with them; building both took 0.13 s there. Then the prefilter's
-        indexes (FILTER_INDEXES). optimize() keeps them up to date with rows written since."""
-        from lancedb.index import Bitmap, BTree, LabelList
-
-        kinds = {"btree": BTree, "bitmap": Bitmap, "label_list": LabelList}
-        have = {c for i in table.list_indices() for c in (getattr(i, "columns", None) or [])}
+        """B-tree indexes on the columns rows are found by. Without them a merge_insert (a triage
+        or label change: update_fields) joined against every row and a delete or a `message IN
+        (...)` read scanned the column: 0.8-1.7 s for 4 rows of 221,836 (100,000 messages), 6-12
+        ms with them; building both took 0.13 s there. Then the prefilter's indexes
+        (FILTER_INDEXES). The upkeep keeps them up to date with rows written since."""
+        kinds = {"btree": "BTREE", "bitmap": "BITMAP", "label_list": "LABEL_LIST"}
+        have = {c for i in table.describe_indices() for c in i.field_names}
         for column in self.KEY_COLUMNS:
             if column not in have:
-                table.create_index(column, config=BTree())
+                table.create_scalar_index(column, index_type="BTREE")
         for column, kind in self.FILTER_INDEXES:
             if column in have:
                 continue
             try:
-                table.create_index(column, config=kinds[kind]())
+                table.create_scalar_index(column, index_type=kinds[kind])
             except Exception as exc:  # noqa: BLE001 - a filter index is for speed: never a failed pass
                 from oaken import log
 
@@ -279,7 +265,7 @@ class VectorUpkeep:
         the newest version L), an age of (L - S) + retention puts the cut-off at or before S while
         L is recent, and when L itself is older than the retention every superseded version is
         safe to remove anyway. Only differences of LanceDB's own timestamps are used."""
-        versions = sorted(self.table().list_versions(), key=lambda v: v["version"])
+        versions = sorted(self.table().versions(), key=lambda v: v["version"])
         if len(versions) < 2:
             return None
         latest = versions[-1]["timestamp"]

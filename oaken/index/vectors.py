@@ -1,5 +1,11 @@
 """vectors/: the LanceDB store of chunk embeddings, beside raw.db and index.db.
 
+The table is a Lance dataset (vectors/chunks.lance), the format LanceDB keeps its tables in, read
+and written through pylance, Lance's own Python API: LanceDB's Python package adds a connection
+layer Oaken does not use, and importing it took 2.2-2.6 s of every process that touched vectors/
+(a generated REST client of 300 pydantic models), against 0.4 s for pylance. A triage at a
+million messages, through `oaken triage` and `oaken reindex`, spent 4.2 of its 6 s there.
+
 One table, `chunks`: a row per body chunk with its vector, the fingerprint of what made it
 (embedder, dimension, chunker version) and the message fields a search prefilters on. The
 fingerprint is also kept in the table's schema metadata: a table of another fingerprint is stale
@@ -22,7 +28,8 @@ versions of roughly the last two retention periods plus at most `maintain_every`
 from __future__ import annotations
 
 import os
-from datetime import timedelta
+import shutil
+import threading
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -113,12 +120,7 @@ class VectorStore(VectorUpkeep):
         self.path = vectors_path(data_dir)
         if not self.path.is_dir() and not create:
             raise VectorUnavailable("no_vector_store", f"{self.path}: no vector store yet; `oaken reindex` builds it")
-        import lancedb
-
         self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # Interval 0: every query reads the newest version, so a long-lived reader (the daemon)
-        # never holds on to a version that a cleanup may remove.
-        self.db = lancedb.connect(str(self.path), read_consistency_interval=timedelta(0))
         self.ann_min_rows = ann_min_rows
         self.retention_seconds = retention_seconds
         self.maintain_every = maintain_every
@@ -127,20 +129,43 @@ class VectorStore(VectorUpkeep):
         self._cleanup_after = cleanup_after(state)
         self._ann_base_rows = _ann_base_rows(state)
         self._state_written = 0.0
-        self._table: Any = None
+        self._local = threading.local()  # this thread's handle on the table (see `table`)
+        self._session: Any = None
 
     # ---- the table and its fingerprint ------------------------------------------------------
 
+    @property
+    def uri(self) -> Path:
+        return self.path / f"{TABLE}.lance"
+
     def table(self) -> Any:
-        """The open table; VectorUnavailable("no_vector_store") when there is none."""
-        if self._table is None:
+        """The table (a lance.LanceDataset) at its newest version; VectorUnavailable
+        ("no_vector_store") when there is none. Every call looks for a newer version, so a
+        long-lived reader (the daemon) never holds on to one that a cleanup may remove.
+
+        A handle per thread: moving a handle to a newer version while another thread searches
+        through it fails ("Already mutably borrowed"). The handles share one Lance session, and
+        with it the ANN index once loaded (5-8 s at a million messages): a thread's own handle
+        opens in ~0.1 ms."""
+        import lance
+
+        ds = getattr(self._local, "ds", None)
+        if ds is not None:
             try:
-                self._table = self.db.open_table(TABLE)
-            except (FileNotFoundError, ValueError) as exc:
-                raise VectorUnavailable(
-                    "no_vector_store", f"{self.path}: holds no table {TABLE!r}; `oaken reindex` builds it"
-                ) from exc
-        return self._table
+                ds.checkout_latest()
+                return ds
+            except Exception:  # noqa: BLE001 - dropped or replaced meanwhile: opened again below
+                self._local.ds = None
+        try:
+            ds = lance.dataset(str(self.uri), session=self._session)
+        except (FileNotFoundError, ValueError, OSError) as exc:
+            raise VectorUnavailable(
+                "no_vector_store", f"{self.path}: holds no table {TABLE!r}; `oaken reindex` builds it"
+            ) from exc
+        if self._session is None:
+            self._session = ds.session()
+        self._local.ds = ds
+        return ds
 
     def exists(self) -> bool:
         try:
@@ -208,10 +233,13 @@ class VectorStore(VectorUpkeep):
                 why = "index.db was rebuilt"
             # said before the rows go, so no search takes the emptied table for a whole one
             mark_rebuilding(self.path.parent, why)
-            self.db.drop_table(TABLE)
-            self._table = None
+            shutil.rmtree(self.uri)
+            self._local.ds = None
             dropped = True
-        self._table = self.db.create_table(TABLE, schema=schema_of(fp, generation or ""))
+        import lance
+
+        schema = schema_of(fp, generation or "")
+        lance.write_dataset(schema.empty_table(), str(self.uri), schema=schema, mode="create")
         self._write_state(backends=[])
         return dropped
 
@@ -231,22 +259,20 @@ class VectorStore(VectorUpkeep):
 
     def chunk_messages(self) -> dict[int, int]:
         """chunk id -> message id of every stored row."""
-        t = self.table().search().select(["chunk_id", "message"]).limit(None).to_arrow()
+        t = self.table().to_table(columns=["chunk_id", "message"])
         return dict(zip(t.column("chunk_id").to_pylist(), t.column("message").to_pylist()))
 
     def rows_of(self, messages: Iterable[int], columns: Sequence[str] = ("chunk_id", "message")) -> list[dict]:
         ids = ids_sql(messages)
         if not ids:
             return []
-        t = self.table().search().where(f"message IN ({ids})").select(list(columns)).limit(None).to_arrow()
-        return t.to_pylist()
+        return self.table().to_table(columns=list(columns), filter=f"message IN ({ids})").to_pylist()
 
     def fields_between(self, low: int, high: int) -> dict[int, MessageFields]:
         """The prefilter fields stored for each message with an id in [low, high] (its first row's:
         a message's rows all carry its fields)."""
         columns = ["message", *FIELD_COLUMNS]
-        t = self.table().search().where(f"message >= {int(low)} AND message <= {int(high)}")
-        t = t.select(columns).limit(None).to_arrow()
+        t = self.table().to_table(columns=columns, filter=f"message >= {int(low)} AND message <= {int(high)}")
         _, first = np.unique(t.column("message").to_numpy(), return_index=True)
         t = t.take(first)
         out: dict[int, MessageFields] = {}
@@ -281,7 +307,7 @@ class VectorStore(VectorUpkeep):
             return
         fp = self.fingerprint()
         assert fp is not None
-        self.table().add(arrow_table(fp, fields, chunks))
+        self.table().insert(arrow_table(fp, fields, chunks))
         self._wrote()
 
     def delete_chunks(self, chunk_ids: Iterable[int]) -> int:
@@ -295,10 +321,9 @@ class VectorStore(VectorUpkeep):
         ids = ids_sql(values)
         if not ids or not self.exists():
             return 0
-        before = self.count()
-        self.table().delete(f"{column} IN ({ids})")
+        result = self.table().delete(f"{column} IN ({ids})")
         self._wrote()
-        return before - self.count()
+        return int(result["num_deleted_rows"])
 
     def update_fields(self, fields: Sequence[MessageFields]) -> None:
         """New labels, folders, disposition... for rows already stored; vectors stay (one version).
@@ -316,7 +341,7 @@ class VectorStore(VectorUpkeep):
         by_message = {f.message: normal(f) for f in fields}
         ids = ids_sql(by_message)
         table = self.table()
-        rows = table.search().where(f"message IN ({ids})").limit(None).to_arrow()
+        rows = table.to_table(filter=f"message IN ({ids})")
         if not rows.num_rows:
             return
         schema = table.schema
@@ -380,20 +405,24 @@ class VectorStore(VectorUpkeep):
         return [VectorChunkHit(int(chunk_ids[i]), int(messages[i]), float(cosines[i])) for i in order]
 
     def _nearest(self, q: np.ndarray, filters: VectorFilters, where: str | None, fetch: int, *, prefilter: bool) -> Any:
-        """LanceDB's `fetch` nearest rows to `q` that pass `where` (an Arrow table): the filter
-        applied before the search (`prefilter`) or to its results."""
-        query = self.table().search(q, vector_column_name="vector").distance_type("cosine")
-        if where:
-            query = query.where(where, prefilter=prefilter)
+        """Lance's `fetch` nearest rows to `q` that pass `where` (an Arrow table, with the
+        `_distance` Lance adds): the filter applied before the search (`prefilter`) or to its
+        results."""
+        nearest: dict[str, Any] = {"column": "vector", "q": q, "k": fetch, "metric": "cosine"}
         if filters.selective:
-            query = query.bypass_vector_index()
+            nearest["use_index"] = False
         else:
-            query = query.ef(max(ANN_EF, 2 * fetch))
+            nearest["ef"] = max(ANN_EF, 2 * fetch)
             if ANN_NPROBES is not None:
-                query = query.nprobes(ANN_NPROBES)
+                nearest["nprobes"] = ANN_NPROBES
         # _distance is not used (the cosine is computed in `search`), but leaving it out makes
-        # lance warn on every search; its Python builder has no way to turn that projection off
-        return query.select(["chunk_id", "message", "vector", "_distance"]).limit(fetch).to_arrow()
+        # Lance warn on every search
+        return self.table().to_table(
+            columns=["chunk_id", "message", "vector", "_distance"],
+            nearest=nearest,
+            filter=where or None,
+            prefilter=prefilter,
+        )
 
 
 def open_for_search(data_dir: Path, expected: Fingerprint) -> VectorStore:
