@@ -157,9 +157,15 @@ def _embed(
 
     redo: Embedder | None = None
     if embedder is None and last is None:
-        # Lance's import (~0.4 s) overlaps with loading the model (mostly native)
-        threading.Thread(target=_import_lance, name="oaken-import-lance", daemon=True).start()
-        embedder = load_embedder(config)
+        # Lance's import (~0.4 s) overlaps with loading the model (mostly native); joined before
+        # going on either way: a model that fails to load ends the process, and an import still
+        # running on another thread while Python finalizes aborts it ("PyGILState_Release")
+        importing = threading.Thread(target=_import_lance, name="oaken-import-lance", daemon=True)
+        importing.start()
+        try:
+            embedder = load_embedder(config)
+        finally:
+            importing.join()
         if embedder is None:
             return EmbedReport(None, 0, 0, 0, 0, 0, 0, False, 0.0)
     store = open_store(config, create=True)
