@@ -237,6 +237,7 @@ class VectorStore(VectorUpkeep, VectorSearch):
             mark_rebuilding(self.path.parent, why)
             shutil.rmtree(self.uri)
             self._local.ds = None
+            self._session = None  # nothing it cached describes the new table
             dropped = True
         import lance
 
