@@ -24,8 +24,8 @@ class VectorSearch:
         """Nearest chunks by cosine among those the filters allow (prefiltered), best first.
 
         Every score is the true cosine of the query and the stored float32 vector, whatever path
-        LanceDB took: the ANN index reports another distance scale (about 2(1 - cos), the squared
-        L2 of unit vectors) and ranks by scalar-quantized vectors, so its candidates, ANN_REFINE
+        Lance took: the ANN index ranks by scalar-quantized vectors (and LanceDB reported another
+        distance scale on that path, about 2(1 - cos)), so its candidates, ANN_REFINE
         times as many as asked for (at most ANN_REFINE_MAX_EXTRA more), are re-scored exactly here
         and the best `limit` kept. Brute force and a bypassed index are re-scored the same way, so
         one threshold holds on every path."""

@@ -89,7 +89,9 @@ ANN_REFINE = 2
 # against 13 ms from 500 (Enron, 23k chunks), and past the first hundred the order near the cut
 # no longer moves a page (docs/ann-recall.md: page recall alike at refine 1 and 2)
 ANN_REFINE_MAX_EXTRA = 64
-ANN_NPROBES: int | None = None  # IVF partitions a query visits (None: LanceDB's default)
+# IVF partitions a query visits at most: 20, what LanceDB asked Lance for (pylance's own default
+# visits every partition; the same up to 20, ann_partitions' count up to ~21M rows). None: pylance's.
+ANN_NPROBES: int | None = 20
 # HNSW build beam. 64 left nodes unreachable (3 of 1,500 real chunks not found by their own vector;
 # text recall@10 stuck near 0.98 at any ef); 150 gives 0.989-0.993 for 1.2-1.6 s more build at
 # 23k chunks; LanceDB's 300 gives 0.994 (docs/ann-recall.md).
@@ -133,6 +135,7 @@ class VectorStore(VectorUpkeep, VectorSearch):
         self._state_written = 0.0
         self._local = threading.local()  # this thread's handle on the table (see `table`)
         self._session: Any = None
+        self._session_lock = threading.Lock()
 
     # ---- the table and its fingerprint ------------------------------------------------------
 
@@ -158,14 +161,15 @@ class VectorStore(VectorUpkeep, VectorSearch):
                 return ds
             except Exception:  # noqa: BLE001 - dropped or replaced meanwhile: opened again below
                 self._local.ds = None
-        try:
-            ds = lance.dataset(str(self.uri), session=self._session)
-        except (FileNotFoundError, ValueError, OSError) as exc:
-            raise VectorUnavailable(
-                "no_vector_store", f"{self.path}: holds no table {TABLE!r}; `oaken reindex` builds it"
-            ) from exc
-        if self._session is None:
-            self._session = ds.session()
+        with self._session_lock:  # one session, so the ANN index is loaded once for all threads
+            try:
+                ds = lance.dataset(str(self.uri), session=self._session)
+            except (FileNotFoundError, ValueError) as exc:
+                raise VectorUnavailable(
+                    "no_vector_store", f"{self.path}: holds no table {TABLE!r}; `oaken reindex` builds it"
+                ) from exc
+            if self._session is None:
+                self._session = ds.session()
         self._local.ds = ds
         return ds
 
@@ -237,7 +241,8 @@ class VectorStore(VectorUpkeep, VectorSearch):
             mark_rebuilding(self.path.parent, why)
             shutil.rmtree(self.uri)
             self._local.ds = None
-            self._session = None  # nothing it cached describes the new table
+            with self._session_lock:
+                self._session = None  # nothing it cached describes the new table
             dropped = True
         import lance
 
