@@ -464,8 +464,10 @@ def test_a_no_change_pass_does_the_cleanup_when_it_is_due(indexed: config_mod.Co
         time.sleep(0.1)
     assert indexer.upkeep_due(cfg)
     assert len(VectorStore(data_dir).table().versions()) > 1
-    worker = IndexWorker(cfg)  # the daemon starts a pass for it, and not again every second
-    assert (worker._behind(), worker._behind()) == (True, False)
+    worker = IndexWorker(cfg)  # the daemon starts a pass for it once quiet, and not again every second
+    assert not worker._upkeep_wanted()  # it has just started: as after a change
+    worker._changed -= worker.UPKEEP_QUIET_SECONDS
+    assert (worker._upkeep_wanted(), worker._upkeep_wanted()) == (True, False)
     report = embedding.embed_pending(cfg)
     assert (report.embedded, report.removed) == (0, 0)
     assert len(VectorStore(data_dir).table().versions()) == 1
@@ -695,6 +697,14 @@ def test_a_pass_after_changes_reads_only_the_changed_messages(indexed: config_mo
     assert embedding.embed_pending(cfg).embedded == 0
 
 
+def _counting_maintenances(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """A list that gets an item for every VectorStore.maintain from now on."""
+    calls: list[bool] = []
+    real = VectorStore.maintain
+    monkeypatch.setattr(VectorStore, "maintain", lambda self, **kw: calls.append(True) or real(self, **kw))
+    return calls
+
+
 def test_a_triage_pass_leaves_maintenance_to_the_upkeep(indexed: config_mod.Config,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A pass that only rewrote a message's fields does not compact the table (0.6 s of a triage at
@@ -703,9 +713,7 @@ def test_a_triage_pass_leaves_maintenance_to_the_upkeep(indexed: config_mod.Conf
     cfg = concept(indexed)
     data_dir = config_mod.resolve_data_dir(cfg)
     embedding.embed_pending(cfg)
-    calls: list[bool] = []
-    real = VectorStore.maintain
-    monkeypatch.setattr(VectorStore, "maintain", lambda self, **kw: calls.append(True) or real(self, **kw))
+    calls = _counting_maintenances(monkeypatch)
     target = message_id_of(cfg, "enron-lay-business-2.eml")
     with open_store(data_dir) as raw, raw.transaction():
         raw.set_triage(target, categories=cfg.triage.categories, disposition="archived")
@@ -721,13 +729,52 @@ def test_a_triage_pass_leaves_maintenance_to_the_upkeep(indexed: config_mod.Conf
     assert calls and VectorStore(data_dir).has_index()
 
 
+def test_a_daemon_pass_leaves_the_upkeep_for_when_nothing_changes(indexed: config_mod.Config,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The maintenance every maintain_every writes costs 2-3 s at a million messages, and the
+    triage whose write fell on it paid it. A daemon's pass (upkeep_later) leaves it due in the
+    state file; once nothing has changed for a few seconds the daemon starts a pass for it alone.
+    A daemon that is never quiet still maintains past DEFER_LIMIT times maintain_every writes."""
+    from oaken.daemon.index_worker import index_now
+    from oaken.index.vector_upkeep import DEFER_LIMIT
+
+    cfg = concept(indexed)
+    data_dir = config_mod.resolve_data_dir(cfg)
+    embedding.embed_pending(cfg)
+    calls = _counting_maintenances(monkeypatch)
+    target = message_id_of(cfg, "enron-lay-business-2.eml")
+
+    def triage_after(writes: int, disposition: str) -> embedding.EmbedReport:
+        state = read_state(data_dir)
+        state["writes_since_upkeep"] = writes  # as after that many earlier passes
+        vectors.write_json(vectors.vectors_path(data_dir) / vectors.STATE_FILE, state)
+        with open_store(data_dir) as raw, raw.transaction():
+            raw.set_triage(target, categories=cfg.triage.categories, disposition=disposition)
+        return embedding.embed_pending(cfg, upkeep_later=True)
+
+    assert triage_after(vectors.MAINTAIN_EVERY - 1, "archived").refreshed >= 1
+    assert calls == [] and indexer.upkeep_due(cfg)
+    assert read_state(data_dir)["writes_since_upkeep"] == vectors.MAINTAIN_EVERY
+    assert embedding.embed_pending(cfg, upkeep_later=True).refreshed == 0 and calls == []  # still later
+
+    worker = IndexWorker(cfg)
+    assert not worker._upkeep_wanted()  # a change has just been indexed
+    worker._changed -= worker.UPKEEP_QUIET_SECONDS
+    assert worker._upkeep_wanted()
+    assert index_now(cfg, stop=worker.stopping)  # what the daemon's loop runs then
+    assert calls == [True] and not indexer.upkeep_due(cfg)
+    assert read_state(data_dir)["writes_since_upkeep"] == 0
+
+    calls.clear()
+    triage_after(DEFER_LIMIT * vectors.MAINTAIN_EVERY - 1, "inbox")
+    assert calls == [True] and not indexer.upkeep_due(cfg)
+
+
 def test_upkeep_counts_writes_across_stores_and_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each pass opens its own store: the writes since the last maintenance are counted in the
     state file, so a daemon's stream of small passes still compacts and folds rows into the index
     every maintain_every writes (found by review: a per-instance count never got there)."""
-    calls: list[bool] = []
-    real = VectorStore.maintain
-    monkeypatch.setattr(VectorStore, "maintain", lambda self, **kw: calls.append(True) or real(self, **kw))
+    calls = _counting_maintenances(monkeypatch)
     new_store(tmp_path, maintain_every=3)
     for m in range(1, 8):  # one small pass per message, each with a store of its own
         store = VectorStore(tmp_path, maintain_every=3)

@@ -49,6 +49,7 @@ from oaken.index.vector_files import (  # noqa: F401 - re-exported
     cleanup_due,
     followed_seq,
     forget_last_pass,
+    maintenance_due,
     read_cursor,
     read_last_pass,
     rebuilding,
@@ -94,11 +95,12 @@ def embed_text(chunk: StoredChunk) -> str:
     return f"{subject}\n{chunk.text}" if subject else chunk.text
 
 
-def open_store(config: Config, *, create: bool = False) -> VectorStore:
+def open_store(config: Config, *, create: bool = False, upkeep_later: bool = False) -> VectorStore:
     """The vector store with the [index] settings that govern it."""
     return VectorStore(
         config_mod.resolve_data_dir(config),
         create=create,
+        upkeep_later=upkeep_later,
         ann_min_rows=config.index.vector_ann_min_rows,
         retention_seconds=config.index.vector_retention_seconds,
     )
@@ -111,9 +113,11 @@ def embed_pending(
     limit: int | None = None,
     embedder: Embedder | None = None,
     stop: threading.Event | None = None,
+    upkeep_later: bool = False,
 ) -> EmbedReport:
     """Embed what index.db holds and vectors/ lacks; `limit` caps the chunks embedded this call,
-    `stop` ends it after the window being embedded (what is left stays pending).
+    `stop` ends it after the window being embedded (what is left stays pending), `upkeep_later`
+    leaves a maintenance that falls due to a pass without it (VectorUpkeep.finish_pass).
 
     The model is loaded only when there is something to embed (or vectors/ was not made under
     these settings): a pass with nothing to do reads a few figures and returns, and one that only
@@ -129,12 +133,14 @@ def embed_pending(
     with writelock.held(data_dir, "embedding pass"):
         if embedder is not None:
             forget_last_pass(data_dir)  # the caller's embedder may not be the one the settings name
-            return _embed(config, data_dir, embedder, None, progress, limit, stop, started, given=True)
+            return _embed(
+                config, data_dir, embedder, None, progress, limit, stop, started, given=True, upkeep_later=upkeep_later
+            )
         last = read_last_pass(data_dir, config)
-        idle = _nothing_to_do(config, data_dir, last)
+        idle = _nothing_to_do(config, data_dir, last, upkeep_later=upkeep_later)
         if idle is not None:
             return dataclasses.replace(idle, seconds=round(time.monotonic() - started, 3))
-        return _embed(config, data_dir, None, last, progress, limit, stop, started)
+        return _embed(config, data_dir, None, last, progress, limit, stop, started, upkeep_later=upkeep_later)
 
 
 def _embed(
@@ -148,6 +154,7 @@ def _embed(
     started: float,
     *,
     given: bool = False,
+    upkeep_later: bool = False,
 ) -> EmbedReport:
     """The pass. `embedder` None: the settings' embedder, loaded here when needed; `last` (the
     record of the last complete pass under these settings) then names its fingerprint. `given`:
@@ -168,7 +175,7 @@ def _embed(
             importing.join()
         if embedder is None:
             return EmbedReport(None, 0, 0, 0, 0, 0, 0, False, 0.0)
-    store = open_store(config, create=True)
+    store = open_store(config, create=True, upkeep_later=upkeep_later)
     if embedder is None:
         assert last is not None
         fp = Fingerprint.from_key(json.dumps(last["fingerprint"]))
@@ -241,7 +248,7 @@ def _embed(
                 write_last_pass(data_dir, config, fp, raw_seq, index_state, wanted_count)
     if redo is not None:
         forget_last_pass(data_dir)
-        return _embed(config, data_dir, redo, None, progress, limit, stop, started)
+        return _embed(config, data_dir, redo, None, progress, limit, stop, started, upkeep_later=upkeep_later)
     return EmbedReport(
         fp.model,
         wanted_count,
@@ -255,9 +262,10 @@ def _embed(
     )
 
 
-def _nothing_to_do(config: Config, data_dir: Path, last: dict | None) -> EmbedReport | None:
+def _nothing_to_do(config: Config, data_dir: Path, last: dict | None, *, upkeep_later: bool) -> EmbedReport | None:
     """The report of a pass with nothing to do, found without LanceDB or the model; None when
-    there may be work (or when index.db or raw.db cannot be read: the pass reports that)."""
+    there may be work (or when index.db or raw.db cannot be read: the pass reports that). Upkeep
+    that waits is work, unless this pass leaves it for later (`upkeep_later`)."""
     from oaken.errors import OakenError
     from oaken.index.keyword import KeywordIndex, index_path
     from oaken.store import open_store as open_raw
@@ -273,8 +281,8 @@ def _nothing_to_do(config: Config, data_dir: Path, last: dict | None) -> EmbedRe
     if not folder.is_dir():
         # nothing embedded yet, and nothing to embed
         return EmbedReport(config.embedder.model, 0, 0, 0, 0, 0, 0, False, 0.0) if state[1] == 0 else None
-    if cleanup_due(data_dir):
-        return None  # the pass ends with the cleanup a maintenance left for later (VectorUpkeep.tidy)
+    if not upkeep_later and (cleanup_due(data_dir) or maintenance_due(data_dir)):
+        return None  # the pass ends with the upkeep left for later (VectorUpkeep.finish_pass, tidy)
     if last is not None and last.get("raw_seq") == raw_seq and last.get("index") == list(state):
         return EmbedReport(str(last["fingerprint"]["model"]), int(last.get("chunks", 0)), 0, 0, 0, 0, 0, False, 0.0)
     return None

@@ -222,14 +222,20 @@ def behind(cfg: Config) -> bool:
 
 
 def upkeep_due(cfg: Config) -> bool:
-    """Whether vectors/ waits for the cleanup its last maintenance left for later (one small
-    JSON read: VectorUpkeep.tidy); the daemon asks this with `behind`."""
-    from oaken.index.vector_files import cleanup_due
+    """Whether vectors/ waits for upkeep a pass left for later: the cleanup after a maintenance's
+    retention (VectorUpkeep.tidy), or a maintenance a daemon's pass did not do in its write (one
+    small JSON read; VectorUpkeep.finish_pass). The daemon asks this once no change waits."""
+    from oaken.index.vector_files import cleanup_due, maintenance_due
 
-    return cfg.embedder.model != "none" and cleanup_due(config_mod.resolve_data_dir(cfg))
+    if cfg.embedder.model == "none":
+        return False
+    data_dir = config_mod.resolve_data_dir(cfg)
+    return cleanup_due(data_dir) or maintenance_due(data_dir)
 
 
-def _vector_pass(cfg: Config, progress: Progress | None, stop: threading.Event | None = None) -> dict[str, Any] | None:
+def _vector_pass(
+    cfg: Config, progress: Progress | None, stop: threading.Event | None = None, *, upkeep_later: bool = False
+) -> dict[str, Any] | None:
     """The embedding pass of the vector side, after the keyword pass; its failure is reported, not
     raised: keyword search is complete without it."""
     problem = extras.vectors_problem(cfg.embedder.model)
@@ -241,7 +247,7 @@ def _vector_pass(cfg: Config, progress: Progress | None, stop: threading.Event |
         return None
 
     try:
-        report = embedding.embed_pending(cfg, progress=progress, stop=stop)
+        report = embedding.embed_pending(cfg, progress=progress, stop=stop, upkeep_later=upkeep_later)
     except OakenError as e:
         log.get("oaken.index").warning("index.vectors_failed", error=str(e))
         return {"error": str(e), "code": getattr(e, "code", "error")}
@@ -265,16 +271,19 @@ def update(
     progress: Progress | None = None,
     vector_progress: Progress | None = None,
     stop: threading.Event | None = None,
+    upkeep_later: bool = False,
 ) -> IndexReport:
     """Index what changed in raw.db since the last run: keyword first, then (unless keyword_only) vectors.
     `stop` (the daemon stopping) ends the vector pass early; what it left stays pending.
+    `upkeep_later`: a maintenance of vectors/ that falls due is left for a later pass without it
+    (the daemon runs one once nothing changes: VectorUpkeep.finish_pass).
 
     `progress(n)` counts messages of the keyword pass, `vector_progress(n)` chunks embedded.
     A damaged index.db is built again (and the report says why); a locked one raises IndexUnavailable."""
     cfg = config if config is not None else config_mod.load()
     report = keyword_pass(cfg, progress=progress)
     if not keyword_only:
-        vec = _vector_pass(cfg, vector_progress, stop)
+        vec = _vector_pass(cfg, vector_progress, stop, upkeep_later=upkeep_later)
         if vec is not None:
             report = dataclasses.replace(report, vectors=vec)
     return report

@@ -69,6 +69,17 @@ def cleanup_due(data_dir: Path) -> bool:
     return at is not None and time.time() >= at
 
 
+def upkeep_pending(state: dict[str, Any] | None) -> bool:
+    """From a state summary: a pass left the maintenance that fell due to a later one (the
+    daemon's, once nothing changes: VectorUpkeep.finish_pass)."""
+    return isinstance(state, dict) and state.get("upkeep_due") is True
+
+
+def maintenance_due(data_dir: Path) -> bool:
+    """`upkeep_pending` read from vectors/ without LanceDB, as `cleanup_due` is."""
+    return upkeep_pending(read_state(data_dir))
+
+
 def drop(data_dir: Path, *, rebuilding: str | None = None) -> None:
     """Remove vectors/ (derived data: `oaken reindex` rebuilds it; the embed cache makes that quick).
     With `rebuilding` (why), the new vectors/ is marked as being rebuilt until the embedding pass

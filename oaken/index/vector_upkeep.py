@@ -24,6 +24,12 @@ MAX_INDEX_DELTAS = 4
 # all rows (its IVF partitions trained on the mail as it now is): geometric, so a mailbox that
 # grows pays a few whole builds in all.
 REBUILD_SHARE = 0.5
+# A store opened with `upkeep_later` (the daemon's passes) leaves a maintenance that falls due to a
+# pass of its own once nothing has changed for a few seconds (IndexWorker): at a million messages
+# one costs 2-3 s, which a triage's pass paid every `maintain_every` writes. Past this many times
+# `maintain_every` writes it is done in the pass anyway: a daemon that is never idle still keeps
+# vectors/ within its bound.
+DEFER_LIMIT = 5
 
 
 class VectorUpkeep:
@@ -34,7 +40,9 @@ class VectorUpkeep:
     ann_min_rows: int
     retention_seconds: float
     maintain_every: int
+    upkeep_later: bool  # see DEFER_LIMIT
     _writes: int
+    _upkeep_due: bool  # a maintenance was left for later (upkeep_later): the next pass without it does it
     _state_written: float
     _cleanup_after: float | None  # when a deferred cleanup may run (time.time()); see tidy
     _ann_base_rows: int | None  # rows the ANN index was last built over (None: not known)
@@ -48,7 +56,7 @@ class VectorUpkeep:
 
     def _wrote(self) -> None:
         self._writes += 1  # since the last maintenance, by any process: kept in the state file
-        if self._writes >= self.maintain_every:
+        if self._writes >= self.maintain_every and not self._deferring():
             self.maintain(index=False)
         elif time.monotonic() - self._state_written > 1.0:
             self._write_state()
@@ -65,6 +73,7 @@ class VectorUpkeep:
             "written_at": time.time(),
             "backends": self.backends() if backends is None else backends,
             "writes_since_upkeep": self._writes,
+            "upkeep_due": self._upkeep_due or self._writes >= self.maintain_every,
             "cleanup_after": self._cleanup_after,
             "ann_base_rows": self._ann_base_rows,
         }
@@ -78,16 +87,24 @@ class VectorUpkeep:
         rewrote a few messages' fields (a triage) or added a few paid ~0.6 s for maintenance of a
         0.6-1.2 s triage at 100,000 messages; the upkeep every `maintain_every` writes (counted
         across passes and processes in the state file) compacts, cleans up and folds new rows into
-        the ANN index, and unindexed rows are searched exactly meanwhile."""
-        due = self._writes >= self.maintain_every or written >= MAINTAIN_ROWS
+        the ANN index, and unindexed rows are searched exactly meanwhile. With `upkeep_later` the
+        maintenance and a due cleanup are left for a pass without it (DEFER_LIMIT)."""
+        due = self._upkeep_due or self._writes >= self.maintain_every or written >= MAINTAIN_ROWS
         if due or (self.count() >= self.ann_min_rows and not self.has_index()):
+            if self._deferring():
+                self._upkeep_due = True
+                self._write_state()
+                return
             self.maintain()
             return
-        if self._cleanup_after is not None and time.time() >= self._cleanup_after:
+        if self._cleanup_after is not None and time.time() >= self._cleanup_after and not self.upkeep_later:
             self.tidy()
         if self.count():
             self._ensure_key_indexes(self.table())  # a listing when they exist: milliseconds
         self._write_state()
+
+    def _deferring(self) -> bool:
+        return self.upkeep_later and self._writes < DEFER_LIMIT * self.maintain_every
 
     def maintain(self, *, index: bool = True) -> dict[str, Any]:
         """Compact, clean up versions no reader can still hold, and build the ANN index once the
@@ -100,6 +117,7 @@ class VectorUpkeep:
         if self.count():
             self._ensure_key_indexes(table)
         self._writes = 0
+        self._upkeep_due = False
         self._compact_and_update_indexes(table)
         if out["indexed"]:
             out.update(self._bound_deltas(table))

@@ -43,10 +43,12 @@ from oaken.index.vector_files import (  # noqa: F401 - re-exported
     cleanup_after,
     cleanup_due,
     drop,
+    maintenance_due,
     mark_rebuilding,
     read_state,
     rebuilding,
     rebuilt,
+    upkeep_pending,
     vectors_path,
     write_json,
 )
@@ -120,6 +122,7 @@ class VectorStore(VectorUpkeep, VectorSearch):
         retention_seconds: float = RETENTION_SECONDS,
         maintain_every: int = MAINTAIN_EVERY,
         create: bool = False,
+        upkeep_later: bool = False,
     ):
         self.path = vectors_path(data_dir)
         if not self.path.is_dir() and not create:
@@ -128,8 +131,10 @@ class VectorStore(VectorUpkeep, VectorSearch):
         self.ann_min_rows = ann_min_rows
         self.retention_seconds = retention_seconds
         self.maintain_every = maintain_every
+        self.upkeep_later = upkeep_later
         state = read_state(data_dir)  # once: the writes counted since the upkeep, a cleanup due
         self._writes = _writes_since_upkeep(state)
+        self._upkeep_due = upkeep_pending(state)
         self._cleanup_after = cleanup_after(state)
         self._ann_base_rows = _ann_base_rows(state)
         self._state_written = 0.0
