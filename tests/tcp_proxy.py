@@ -73,7 +73,7 @@ class TcpProxy:
                 dst.sendall(data)
                 if down:
                     self.downstream += len(data)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: select() on a socket another thread closed (a cut)
             pass
         finally:
             for s in (src, dst):
