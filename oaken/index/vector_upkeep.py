@@ -24,6 +24,14 @@ MAX_INDEX_DELTAS = 4
 # all rows (its IVF partitions trained on the mail as it now is): geometric, so a mailbox that
 # grows pays a few whole builds in all.
 REBUILD_SHARE = 0.5
+# A deleted row anywhere in the table makes every ANN search build a bitset over every row of
+# each partition it visits (Lance's deletion mask): at a million messages 145 ms of a vector
+# search against 29-36 ms without (docs/scale.md). A triage deletes and appends its rows. Lance's
+# compaction rewrites a fragment only past 10 % deleted; the upkeep also rewrites, without its
+# deleted rows, every fragment of at most this many rows that holds one: recent mail, where most
+# triage happens, in a fraction of a second. Bigger fragments would cost ~25 us a row plus the
+# remap of the indexes over them (58.6 s for 1.26M rows at a million messages): left as they are.
+MATERIALIZE_MAX_ROWS = 65_536
 # A store opened with `upkeep_later` (the daemon's passes) leaves a maintenance that falls due to a
 # pass of its own once nothing has changed for a few seconds (IndexWorker): at a million messages
 # one costs 2-3 s, which a triage's pass paid every `maintain_every` writes. Past this many times
@@ -143,6 +151,9 @@ class VectorUpkeep:
         the rebalancing)."""
         optimizer = table.optimize
         optimizer.compact_files()
+        _materialize_small(self.table())
+        table = self.table()
+        optimizer = table.optimize
         indexes = table.describe_indices()
         vector = self._vector_index_name(indexes)
         others = [str(i.name) for i in indexes if str(i.name) != vector]
@@ -301,3 +312,16 @@ class VectorUpkeep:
 
     def size_bytes(self) -> int:
         return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
+
+
+def _materialize_small(table: Any) -> None:
+    """Rewrite, without their deleted rows, the fragments of at most MATERIALIZE_MAX_ROWS rows
+    that hold any (see there); a plan's task that would rewrite a bigger fragment is left out."""
+    from lance.optimize import Compaction
+
+    if not any(f.metadata.deletion_file is not None for f in table.get_fragments()):
+        return
+    plan = Compaction.plan(table, {"materialize_deletions": True, "materialize_deletions_threshold": 0.0})
+    small = [t for t in plan.tasks if all(f.physical_rows <= MATERIALIZE_MAX_ROWS for f in t.fragments)]
+    if small:
+        Compaction.commit(table, [t.execute(table) for t in small])
