@@ -246,7 +246,8 @@ def test_the_upkeep_rewrites_small_fragments_that_hold_deleted_rows(tmp_path: Pa
     """A deleted row anywhere makes every ANN search build a bitset over each partition's rows
     (145 against 29-36 ms at a million messages), and a triage deletes its rows and appends them
     anew. Lance's compaction leaves a fragment under 10 % deleted as it is; the upkeep rewrites
-    the small ones (recent mail) and leaves big ones, whose rewrite would cost a minute."""
+    small ones (recent mail) that no big index segment covers, and does nothing while a big
+    fragment holds a deleted row (the searches' bitset would stay)."""
     from oaken.index import vector_upkeep
 
     monkeypatch.setattr(vector_upkeep, "MATERIALIZE_MAX_ROWS", 100)  # the 600-row base counts as big
@@ -262,20 +263,65 @@ def test_the_upkeep_rewrites_small_fragments_that_hold_deleted_rows(tmp_path: Pa
     ms = range(base, base + recent)
     store.upsert({m: fields(m) for m in ms}, [ChunkVector(m, m, data[m]) for m in ms])
     store.maintain()  # a delta over the recent fragment
-    store.update_fields([fields(3, labels=("old",)), fields(base + 5, labels=("new",))])
 
     def deleted_in() -> list[int]:  # rows of each fragment that holds deleted rows
         return sorted(f.metadata.physical_rows for f in store.table().get_fragments() if f.metadata.deletion_file)
 
-    assert deleted_in() == [recent, base]
+    def base_segment() -> str:  # Lance remaps (rewrites) a segment covering a rewritten fragment
+        index = next(i for i in store.table().describe_indices() if "vector" in i.field_names)
+        return str(max(index.segments, key=lambda seg: len(seg.fragment_ids)).uuid)
+
+    built = base_segment()
+    store.update_fields([fields(base + 5, labels=("new",))])
+    assert deleted_in() == [recent]
     store.maintain()
-    assert deleted_in() == [base]  # the recent fragment rewritten without its deleted row
+    assert deleted_in() == [] and base_segment() == built  # the recent fragment rewritten alone
+    store.update_fields([fields(3, labels=("old",)), fields(base + 6, labels=("newer",))])
+    store.maintain()
+    assert sorted(deleted_in()) == [recent - 1, base]  # no gain while the base holds one: left
     assert store.count() == base + recent
-    for m, label in ((3, "old"), (base + 5, "new")):
+    for m, label in ((3, "old"), (base + 5, "new"), (base + 6, "newer")):
         hits = store.search(data[m], VectorFilters(labels=(label,)), limit=3)
         assert [h.chunk_id for h in hits] == [m] and hits[0].score == pytest.approx(1.0, abs=1e-5)
         assert store.search(data[m], limit=1)[0].chunk_id == m
     assert len(store.search(data[0], limit=base + recent)) == base + recent  # no row lost or doubled
+
+
+def test_a_small_fragment_the_base_index_covers_is_not_rewritten(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: after a rebuild the base ANN segment covers recent fragments too, and
+    Lance remaps every segment covering a rewritten fragment: the whole base index (~27 s at a
+    million messages, and every searching process loads it again)."""
+    from oaken.index import vector_upkeep
+
+    monkeypatch.setattr(vector_upkeep, "MATERIALIZE_MAX_ROWS", 100)
+    data = np.random.default_rng(1).standard_normal((640, 16)).astype(np.float32)
+    store = VectorStore(tmp_path, create=True, ann_min_rows=500, maintain_every=10**6)
+    store.ensure(Fingerprint("toy:16", 16, "1"))
+    for ms in (range(600), range(600, 640)):
+        store.upsert({m: fields(m) for m in ms}, [ChunkVector(m, m, data[m]) for m in ms])
+    store._build_index(store.table())  # one segment over the 600-row and the 40-row fragment
+    store.update_fields([fields(605, labels=("y",))])
+
+    def segments() -> list[str]:
+        return [str(seg.uuid) for i in store.table().describe_indices() if "vector" in i.field_names for seg in i.segments]
+
+    before = segments()
+    vector_upkeep._materialize_small(store.table())
+    assert segments() == before
+    assert [f.metadata.physical_rows for f in store.table().get_fragments() if f.metadata.deletion_file] == [40]
+
+
+def test_a_daemon_pass_still_builds_the_first_ann_index(tmp_path: Path) -> None:
+    """Found by review: the daemon's passes defer the counted maintenance, and a deferred first
+    ANN index would wait for a quiet moment a long first sync may not have."""
+    store = VectorStore(tmp_path, create=True, ann_min_rows=500, upkeep_later=True)
+    store.ensure(Fingerprint("toy:16", 16, "1"))
+    rng = np.random.default_rng(6)
+    data = rng.standard_normal((600, 16)).astype(np.float32)
+    store.upsert({m: fields(m) for m in range(600)}, [ChunkVector(m, m, data[m]) for m in range(600)])
+    store.finish_pass(600)
+    assert store.has_index()
 
 
 def test_ann_index_deltas_stay_few_and_searches_stay_exact(tmp_path: Path) -> None:

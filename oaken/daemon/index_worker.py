@@ -98,7 +98,9 @@ class IndexWorker:
     def _upkeep_wanted(self) -> bool:
         """Whether vectors/ waits for upkeep and nothing has changed for UPKEEP_QUIET_SECONDS."""
         now = time.monotonic()
-        if self.stopping.is_set() or now < self._upkeep_quiet_until or now - self._changed < self.UPKEEP_QUIET_SECONDS:
+        if self.stopping.is_set() or now < max(self._quiet_until, self._upkeep_quiet_until):
+            return False  # after a failed pass, or an upkeep pass that did not clear it
+        if now - self._changed < self.UPKEEP_QUIET_SECONDS:
             return False
         try:
             from oaken.index import indexer

@@ -230,7 +230,8 @@ def upkeep_due(cfg: Config) -> bool:
     if cfg.embedder.model == "none":
         return False
     data_dir = config_mod.resolve_data_dir(cfg)
-    return cleanup_due(data_dir) or maintenance_due(data_dir)
+    # upkeep this install cannot do (the vectors extra removed) is not asked for again and again
+    return (cleanup_due(data_dir) or maintenance_due(data_dir)) and not extras.vectors_missing(cfg.embedder.model)
 
 
 def _vector_pass(

@@ -95,10 +95,14 @@ class VectorUpkeep:
         rewrote a few messages' fields (a triage) or added a few paid ~0.6 s for maintenance of a
         0.6-1.2 s triage at 100,000 messages; the upkeep every `maintain_every` writes (counted
         across passes and processes in the state file) compacts, cleans up and folds new rows into
-        the ANN index, and unindexed rows are searched exactly meanwhile. With `upkeep_later` the
-        maintenance and a due cleanup are left for a pass without it (DEFER_LIMIT)."""
-        due = self._upkeep_due or self._writes >= self.maintain_every or written >= MAINTAIN_ROWS
-        if due or (self.count() >= self.ann_min_rows and not self.has_index()):
+        the ANN index, and unindexed rows are searched exactly meanwhile. With `upkeep_later` that
+        counted maintenance and a due cleanup are left for a pass without it (DEFER_LIMIT); a
+        first ANN index and a pass of many new rows are not, as no later pass may be quiet."""
+        counted = self._upkeep_due or self._writes >= self.maintain_every
+        if written >= MAINTAIN_ROWS or (self.count() >= self.ann_min_rows and not self.has_index()):
+            self.maintain()  # a first ANN index or many new rows: a long pass already, never deferred
+            return
+        if counted:
             if self._deferring():
                 self._upkeep_due = True
                 self._write_state()
@@ -151,9 +155,7 @@ class VectorUpkeep:
         the rebalancing)."""
         optimizer = table.optimize
         optimizer.compact_files()
-        _materialize_small(self.table())
-        table = self.table()
-        optimizer = table.optimize
+        _materialize_small(table)  # Compaction.commit moves `table` to the version it writes
         indexes = table.describe_indices()
         vector = self._vector_index_name(indexes)
         others = [str(i.name) for i in indexes if str(i.name) != vector]
@@ -316,12 +318,35 @@ class VectorUpkeep:
 
 def _materialize_small(table: Any) -> None:
     """Rewrite, without their deleted rows, the fragments of at most MATERIALIZE_MAX_ROWS rows
-    that hold any (see there); a plan's task that would rewrite a bigger fragment is left out."""
-    from lance.optimize import Compaction
+    that hold any (see there). Left out (`excluded_fragment_ids`, which also keeps a plan's task
+    from mixing them with small ones): bigger fragments, and those an ANN index segment over more
+    than that many rows covers, since Lance remaps every segment covering a rewritten fragment
+    (the base index at a million messages: ~27 s, and every searching process loads it again).
+    Nothing is done while a left-out fragment holds a deleted row: searches keep their bitset
+    anyway. A failure is logged: searches stay right, only slower."""
+    from lance.optimize import Compaction, CompactionOptions
 
-    if not any(f.metadata.deletion_file is not None for f in table.get_fragments()):
+    fragments = {int(f.fragment_id): f.metadata for f in table.get_fragments()}
+    if not any(f.deletion_file is not None for f in fragments.values()):
         return
-    plan = Compaction.plan(table, {"materialize_deletions": True, "materialize_deletions_threshold": 0.0})
-    small = [t for t in plan.tasks if all(f.physical_rows <= MATERIALIZE_MAX_ROWS for f in t.fragments)]
-    if small:
-        Compaction.commit(table, [t.execute(table) for t in small])
+    rows = {i: int(f.physical_rows) for i, f in fragments.items()}
+    left_out = {i for i, n in rows.items() if n > MATERIALIZE_MAX_ROWS}
+    for index in table.describe_indices():
+        if "vector" in index.field_names:
+            for segment in index.segments:
+                covered = [int(i) for i in segment.fragment_ids]
+                if sum(rows.get(i, 0) for i in covered) > MATERIALIZE_MAX_ROWS:
+                    left_out.update(covered)
+    if any(fragments[i].deletion_file is not None for i in left_out if i in fragments):
+        return
+    try:
+        options = CompactionOptions(
+            materialize_deletions=True, materialize_deletions_threshold=0.0, excluded_fragment_ids=sorted(left_out)
+        )
+        plan = Compaction.plan(table, options)
+        if plan.tasks:
+            Compaction.commit(table, [t.execute(table) for t in plan.tasks])
+    except Exception as exc:  # Lance's own: the deleted rows stay, searches still right
+        from oaken import log
+
+        log.get().warning("vector_fragment_rewrite_failed", error=f"{type(exc).__name__}: {exc}")
