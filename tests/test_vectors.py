@@ -324,6 +324,43 @@ def test_a_daemon_pass_still_builds_the_first_ann_index(tmp_path: Path) -> None:
     assert store.has_index()
 
 
+def test_a_big_first_delta_of_a_scalar_index_is_not_merged_again_and_again(tmp_path: Path) -> None:
+    """Found by review: a long first pass lands as one big delta beside a small first segment;
+    measured against the biggest segment, every bound merged the small deltas into that big one
+    again (the whole-table cost the deltas avoid, every few upkeeps)."""
+    import lance
+    import pyarrow as pa
+
+    from oaken.index import vector_upkeep
+
+    def batch(lo: int, n: int) -> pa.Table:
+        ids = list(range(lo, lo + n))
+        return pa.table({"id": pa.array(ids, pa.int64()), "account": pa.array(["a" if i % 3 else "b" for i in ids])})
+
+    uri = str(tmp_path / "t.lance")
+    ds = lance.write_dataset(batch(0, 200), uri)
+    ds.create_scalar_index("id", "BTREE")
+    ds.create_scalar_index("account", "BITMAP")
+
+    def big_segments() -> set[str]:  # the segments over 20,000 rows or more, by uuid
+        rows = {int(f.fragment_id): int(f.metadata.physical_rows) for f in ds.get_fragments()}
+        return {f"{i.name}:{seg.uuid}" for i in ds.describe_indices() for seg in i.segments
+                if sum(rows.get(int(f), 0) for f in seg.fragment_ids) >= 20_000}
+
+    added, written = 200, set()
+    for n in [20_000] + [10] * 20:  # one big pass, then small ones
+        ds = lance.write_dataset(batch(added, n), uri, mode="append")
+        added += n
+        ds.optimize.optimize_indices(num_indices_to_merge=0)
+        vector_upkeep._bound_scalar_deltas(ds, ["id_idx", "account_idx"])
+        written |= big_segments()
+        assert all(len(i.segments) <= vector_upkeep.MAX_INDEX_DELTAS + 1 for i in ds.describe_indices())
+    # each index: the big delta, then one whole merge once the deltas outgrew the first segment
+    assert len(written) <= 4, sorted(written)
+    assert ds.count_rows("account = 'b'") == len([i for i in range(added) if i % 3 == 0])
+    assert ds.to_table(filter="id = 20150").num_rows == 1
+
+
 def test_ann_index_deltas_stay_few_and_searches_stay_exact(tmp_path: Path) -> None:
     """Each maintenance that finds new rows adds them to the ANN index as a delta index, which every
     search then visits (one a day for a daemon that gets mail): they are merged past
