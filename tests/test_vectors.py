@@ -312,6 +312,35 @@ def test_a_small_fragment_the_base_index_covers_is_not_rewritten(tmp_path: Path,
     assert [f.metadata.physical_rows for f in store.table().get_fragments() if f.metadata.deletion_file] == [40]
 
 
+def test_the_daemons_indexing_thread_runs_the_upkeep_once_quiet(indexed: config_mod.Config,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop itself, on its own thread as in the daemon: a pass that follows a change leaves
+    the maintenance due, and the thread runs it once nothing has changed for a while."""
+    cfg = concept(indexed)
+    data_dir = config_mod.resolve_data_dir(cfg)
+    embedding.embed_pending(cfg)
+    calls = _counting_maintenances(monkeypatch)
+    state = read_state(data_dir)
+    state["writes_since_upkeep"] = vectors.MAINTAIN_EVERY - 1
+    vectors.write_json(vectors.vectors_path(data_dir) / vectors.STATE_FILE, state)
+    monkeypatch.setattr(IndexWorker, "UPKEEP_QUIET_SECONDS", 1.5)
+    worker = IndexWorker(cfg).start()
+    try:
+        target = message_id_of(cfg, "enron-lay-business-2.eml")
+        with open_store(data_dir) as raw, raw.transaction():
+            raw.set_triage(target, categories=cfg.triage.categories, disposition="archived")
+        deadline = time.monotonic() + 60
+        while not indexer.upkeep_due(cfg) and not calls and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert indexer.upkeep_due(cfg) and calls == []  # the change's pass left it
+        while indexer.upkeep_due(cfg) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not indexer.upkeep_due(cfg) and calls == [True]
+        assert read_state(data_dir)["writes_since_upkeep"] == 0
+    finally:
+        worker.stop()
+
+
 def test_a_daemon_pass_still_builds_the_first_ann_index(tmp_path: Path) -> None:
     """Found by review: the daemon's passes defer the counted maintenance, and a deferred first
     ANN index would wait for a quiet moment a long first sync may not have."""
