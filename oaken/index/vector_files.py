@@ -69,15 +69,12 @@ def cleanup_due(data_dir: Path) -> bool:
     return at is not None and time.time() >= at
 
 
-def upkeep_pending(state: dict[str, Any] | None) -> bool:
-    """From a state summary: a pass left the maintenance that fell due to a later one (the
-    daemon's, once nothing changes: VectorUpkeep.finish_pass)."""
-    return isinstance(state, dict) and state.get("upkeep_due") is True
-
-
 def maintenance_due(data_dir: Path) -> bool:
-    """`upkeep_pending` read from vectors/ without LanceDB, as `cleanup_due` is."""
-    return upkeep_pending(read_state(data_dir))
+    """Whether the writes since the last maintenance reached `maintain_every`, as the state file
+    records it (read without LanceDB, as `cleanup_due` is): a pass that left it for later (the
+    daemon's) wants a pass without upkeep_later to do it (VectorUpkeep.finish_pass)."""
+    state = read_state(data_dir)
+    return isinstance(state, dict) and state.get("upkeep_due") is True
 
 
 def drop(data_dir: Path, *, rebuilding: str | None = None) -> None:

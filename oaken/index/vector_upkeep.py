@@ -50,7 +50,6 @@ class VectorUpkeep:
     maintain_every: int
     upkeep_later: bool  # see DEFER_LIMIT
     _writes: int
-    _upkeep_due: bool  # a maintenance was left for later (upkeep_later): the next pass without it does it
     _state_written: float
     _cleanup_after: float | None  # when a deferred cleanup may run (time.time()); see tidy
     _ann_base_rows: int | None  # rows the ANN index was last built over (None: not known)
@@ -64,7 +63,7 @@ class VectorUpkeep:
 
     def _wrote(self) -> None:
         self._writes += 1  # since the last maintenance, by any process: kept in the state file
-        if self._writes >= self.maintain_every and not self._deferring():
+        if self._maintenance_due() and not self._deferring():
             self.maintain(index=False)
         elif time.monotonic() - self._state_written > 1.0:
             self._write_state()
@@ -81,7 +80,7 @@ class VectorUpkeep:
             "written_at": time.time(),
             "backends": self.backends() if backends is None else backends,
             "writes_since_upkeep": self._writes,
-            "upkeep_due": self._upkeep_due or self._writes >= self.maintain_every,
+            "upkeep_due": self._maintenance_due(),  # read without LanceDB (vector_files.maintenance_due)
             "cleanup_after": self._cleanup_after,
             "ann_base_rows": self._ann_base_rows,
         }
@@ -98,14 +97,12 @@ class VectorUpkeep:
         the ANN index, and unindexed rows are searched exactly meanwhile. With `upkeep_later` that
         counted maintenance and a due cleanup are left for a pass without it (DEFER_LIMIT); a
         first ANN index and a pass of many new rows are not, as no later pass may be quiet."""
-        counted = self._upkeep_due or self._writes >= self.maintain_every
         if written >= MAINTAIN_ROWS or (self.count() >= self.ann_min_rows and not self.has_index()):
             self.maintain()  # a first ANN index or many new rows: a long pass already, never deferred
             return
-        if counted:
+        if self._maintenance_due():
             if self._deferring():
-                self._upkeep_due = True
-                self._write_state()
+                self._write_state()  # the state file says it is due: a pass without upkeep_later does it
                 return
             self.maintain()
             return
@@ -114,6 +111,9 @@ class VectorUpkeep:
         if self.count():
             self._ensure_key_indexes(self.table())  # a listing when they exist: milliseconds
         self._write_state()
+
+    def _maintenance_due(self) -> bool:
+        return self._writes >= self.maintain_every
 
     def _deferring(self) -> bool:
         return self.upkeep_later and self._writes < DEFER_LIMIT * self.maintain_every
@@ -129,7 +129,6 @@ class VectorUpkeep:
         if self.count():
             self._ensure_key_indexes(table)
         self._writes = 0
-        self._upkeep_due = False
         self._compact_and_update_indexes(table)
         if out["indexed"]:
             out.update(self._bound_deltas(table))

@@ -48,7 +48,6 @@ from oaken.index.vector_files import (  # noqa: F401 - re-exported
     read_state,
     rebuilding,
     rebuilt,
-    upkeep_pending,
     vectors_path,
     write_json,
 )
@@ -134,7 +133,6 @@ class VectorStore(VectorUpkeep, VectorSearch):
         self.upkeep_later = upkeep_later
         state = read_state(data_dir)  # once: the writes counted since the upkeep, a cleanup due
         self._writes = _writes_since_upkeep(state)
-        self._upkeep_due = upkeep_pending(state)
         self._cleanup_after = cleanup_after(state)
         self._ann_base_rows = _ann_base_rows(state)
         self._state_written = 0.0
