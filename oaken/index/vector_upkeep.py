@@ -339,9 +339,8 @@ def _materialize_small(table: Any) -> None:
     for index in table.describe_indices():
         if "vector" in index.field_names:
             for segment in index.segments:
-                covered = [int(i) for i in segment.fragment_ids]
-                if sum(rows.get(i, 0) for i in covered) > MATERIALIZE_MAX_ROWS:
-                    left_out.update(covered)
+                if _segment_rows(segment, rows) > MATERIALIZE_MAX_ROWS:
+                    left_out.update(int(i) for i in segment.fragment_ids)
     if any(fragments[i].deletion_file is not None for i in left_out if i in fragments):
         return
     try:
@@ -372,7 +371,7 @@ def _bound_scalar_deltas(table: Any, names: list[str]) -> None:
         segments = list(index.segments)  # oldest first
         if name not in names or len(segments) <= MAX_INDEX_DELTAS + 1:
             continue
-        sizes = [sum(rows.get(int(i), 0) for i in seg.fragment_ids) for seg in segments]
+        sizes = [_segment_rows(seg, rows) for seg in segments]
         merge = len(segments) if sum(sizes[1:]) > REBUILD_SHARE * sizes[0] else len(segments) - 1
         by_merge.setdefault(merge, []).append(name)
     for merge, group in by_merge.items():
@@ -382,3 +381,9 @@ def _bound_scalar_deltas(table: Any, names: list[str]) -> None:
             from oaken import log
 
             log.get().warning("scalar_index_merge_failed", indexes=group, error=f"{type(exc).__name__}: {exc}")
+
+
+def _segment_rows(segment: Any, rows: dict[int, int]) -> int:
+    """Rows of the fragments an index segment covers (`rows`: fragment id -> physical rows; a
+    fragment compaction removed counts 0)."""
+    return sum(rows.get(int(i), 0) for i in segment.fragment_ids)
