@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -58,6 +57,7 @@ from oaken.index.vector_files import (  # noqa: F401 - re-exported
     write_last_pass,
 )
 from oaken.index.vector_files import rebuilt as rebuilt_store
+from oaken.index.vector_writer import WindowWriter
 from oaken.index.vectors import ChunkVector, Fingerprint, MessageFields, VectorStore
 
 if TYPE_CHECKING:
@@ -306,47 +306,6 @@ def _take(todo: list[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
     return out
 
 
-class _Writer:
-    """Stores windows in a thread of its own, so LanceDB writes overlap with encoding."""
-
-    def __init__(self, store: VectorStore, progress: Callable[[int], None] | None):
-        self.store = store
-        self.progress = progress
-        self.queue: queue.Queue[tuple[dict[int, MessageFields], list[ChunkVector], bool] | None] = queue.Queue(2)
-        self.error: BaseException | None = None
-        self.written = 0
-        self.thread = threading.Thread(target=self._run, name="oaken-vector-writer", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while (item := self.queue.get()) is not None:
-            if self.error is not None:
-                continue
-            try:
-                fields, chunks, fresh = item
-                if fresh:  # no stored row of these messages: an append, a third of a merge's cost
-                    self.store.insert(fields, chunks)
-                else:
-                    self.store.upsert(fields, chunks)
-                self.written += len(chunks)
-                if self.progress:
-                    self.progress(len(chunks))
-            except BaseException as exc:  # re-raised in the caller's thread by close()
-                self.error = exc
-
-    def put(self, fields: dict[int, MessageFields], chunks: list[ChunkVector], *, fresh: bool = False) -> None:
-        if self.error is not None:
-            raise self.error
-        self.queue.put((fields, chunks, fresh))
-
-    def close(self) -> int:
-        self.queue.put(None)
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-        return self.written
-
-
 def _embed_messages(
     store: VectorStore,
     index: KeywordIndex,
@@ -362,7 +321,7 @@ def _embed_messages(
     if not messages:
         return 0, 0
     encoded = 0
-    writer = _Writer(store, progress)
+    writer = WindowWriter(store, progress)
     try:
         with open_cache(store.path.parent) as cache:
             size = WINDOW_CHUNKS if stop is None else STOPPABLE_WINDOW_CHUNKS
