@@ -20,6 +20,7 @@ from oaken.errors import VectorUnavailable
 from oaken.index import coverage, embedding, indexer, vectors
 from oaken.index.embedders import load_embedder
 from oaken.index.keyword import KeywordIndex
+from oaken.index.vector_rows import arrow_table
 from oaken.index.vectors import (ChunkVector, Fingerprint, MessageFields, VectorFilters, VectorStore, drop,
                                  open_for_search, read_state, where_sql)
 from oaken.store import open_store
@@ -241,20 +242,20 @@ def test_ann_index_is_built_above_the_threshold_and_still_finds_the_nearest(tmp_
     assert ids(store.search(data[5], VectorFilters(include_ids=frozenset({5, 6})), limit=10))[0] == 5
 
 
-def test_the_upkeep_rewrites_small_fragments_that_hold_deleted_rows(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_field_change_deletes_no_row_and_the_upkeep_purges_where_cheap(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A deleted row anywhere makes every ANN search build a bitset over each partition's rows
-    (145 against 29-36 ms at a million messages), and a triage deletes its rows and appends them
-    anew. Lance's compaction leaves a fragment under 10 % deleted as it is; the upkeep rewrites
-    small ones (recent mail) that no big index segment covers, and does nothing while a big
-    fragment holds a deleted row (the searches' bitset would stay)."""
+    (145 against 29-36 ms at a million messages). A triage's new rows are appended and the old
+    ones superseded, deleted by nothing; the upkeep deletes them for real in small fragments it
+    then rewrites, keeps those of big ones hidden (row addresses intact through the compaction),
+    and past SUPERSEDED_MAX_SHARE deletes those too and rewrites the big fragments."""
     from oaken.index import vector_upkeep
 
     monkeypatch.setattr(vector_upkeep, "MATERIALIZE_MAX_ROWS", 100)  # the 600-row base counts as big
     rng = np.random.default_rng(5)
     dim, base, recent = 16, 600, 40
     fp = Fingerprint("toy:16", dim, "1")
-    store = VectorStore(tmp_path, create=True, ann_min_rows=500, retention_seconds=0.0)
+    store = VectorStore(tmp_path, create=True, ann_min_rows=500, retention_seconds=0.0, maintain_every=10**6)
     store.ensure(fp)
     data = rng.standard_normal((base + recent, dim)).astype(np.float32)
     data /= np.linalg.norm(data, axis=1, keepdims=True)
@@ -271,20 +272,69 @@ def test_the_upkeep_rewrites_small_fragments_that_hold_deleted_rows(tmp_path: Pa
         index = next(i for i in store.table().describe_indices() if "vector" in i.field_names)
         return str(max(index.segments, key=lambda seg: len(seg.fragment_ids)).uuid)
 
+    def hidden() -> int:
+        return int(store.superseded.hidden(store.table().version).size)
+
+    def right(changes: dict[int, str]) -> None:
+        assert store.count() == base + recent
+        for m, label in changes.items():
+            hits = store.search(data[m], VectorFilters(labels=(label,)), limit=3)
+            assert [h.chunk_id for h in hits] == [m] and hits[0].score == pytest.approx(1.0, abs=1e-5)
+            assert store.search(data[m], limit=2)[1].chunk_id != m  # its old row is not found
+            assert store.rows_of([m]) == [{"chunk_id": m, "message": m}]
+            assert store.fields_between(m, m)[m].labels == (label,)
+        assert len(store.search(data[0], limit=base + recent + 10)) == base + recent  # no row lost or doubled
+        assert sorted(store.chunk_messages()) == list(range(base + recent))
+
     built = base_segment()
-    store.update_fields([fields(base + 5, labels=("new",))])
-    assert deleted_in() == [recent]
+    changes = {3: "old", base + 5: "new"}
+    store.update_fields([fields(m, labels=(label,)) for m, label in changes.items()])
+    assert deleted_in() == [] and hidden() == 2
+    right(changes)
     store.maintain()
     assert deleted_in() == [] and base_segment() == built  # the recent fragment rewritten alone
-    store.update_fields([fields(3, labels=("old",)), fields(base + 6, labels=("newer",))])
+    assert hidden() == 1  # the base's row: hidden still
+    right(changes)
+    changes[base + 6] = "newer"
+    store.update_fields([fields(base + 6, labels=("newer",))])
     store.maintain()
-    assert sorted(deleted_in()) == [recent - 1, base]  # no gain while the base holds one: left
-    assert store.count() == base + recent
-    for m, label in ((3, "old"), (base + 5, "new"), (base + 6, "newer")):
-        hits = store.search(data[m], VectorFilters(labels=(label,)), limit=3)
-        assert [h.chunk_id for h in hits] == [m] and hits[0].score == pytest.approx(1.0, abs=1e-5)
-        assert store.search(data[m], limit=1)[0].chunk_id == m
-    assert len(store.search(data[0], limit=base + recent)) == base + recent  # no row lost or doubled
+    assert hidden() == 1 and deleted_in() == []
+    right(changes)
+    monkeypatch.setattr(vector_upkeep, "SUPERSEDED_MAX_SHARE", 0.0)
+    store.maintain()
+    assert hidden() == 0 and deleted_in() == []  # deleted, and the base rewritten without it
+    right(changes)
+
+
+def test_a_deletion_hides_rows_and_an_append_that_died_is_settled(tmp_path: Path) -> None:
+    """Deleting rows writes no Lance version; an append recorded as pending is dated when it
+    committed and dropped when it did not (a writer killed in between)."""
+    data = np.random.default_rng(2).standard_normal((30, 8)).astype(np.float32)
+    store = VectorStore(tmp_path, create=True, maintain_every=10**6)
+    store.ensure(Fingerprint("toy:8", 8, "1"))
+    store.upsert({m: fields(m) for m in range(30)}, [ChunkVector(m, m, data[m]) for m in range(30)])
+    version = store.table().version
+    store.update_fields([fields(9), fields(10)])  # as stored (a read-state change): nothing written
+    assert store.table().version == version and not store.superseded.file.exists()
+    assert store.delete_messages([4, 5]) == 2 and store.delete_chunks([6]) == 1
+    assert store.table().version == version and store.count() == 27
+    assert {h.message for h in store.search(data[4], limit=30)} == set(range(30)) - {4, 5, 6}
+    assert store.delete_messages([4]) == 0  # hidden already
+    # an append that never committed: its entry goes, the old rows stay seen
+    old = store._read(["message"], "message = 7").column("_rowid").to_numpy()
+    store.superseded.hide_after(old.tolist(), store.table().version)
+    assert store.count() == 27  # a pending entry hides nothing
+    store.settle()
+    assert store.superseded.pending().size == 0 and store.count() == 27
+    # one that committed: dated with the version it made
+    store.superseded.hide_after(old.tolist(), store.table().version)
+    store.table().insert(arrow_table(store.fingerprint(), {7: fields(7, labels=("x",))}, [ChunkVector(7, 7, data[7])]))
+    store.settle()
+    assert store.count() == 27 and store.fields_between(7, 7)[7].labels == ("x",)
+    assert [r["chunk_id"] for r in store.rows_of([7])] == [7]
+    # a rebuilt table starts with none
+    store.ensure(Fingerprint("toy:8", 8, "1"), rebuild=True)
+    assert not store.superseded.file.exists()
 
 
 def test_a_small_fragment_the_base_index_covers_is_not_rewritten(tmp_path: Path,
@@ -301,13 +351,13 @@ def test_a_small_fragment_the_base_index_covers_is_not_rewritten(tmp_path: Path,
     for ms in (range(600), range(600, 640)):
         store.upsert({m: fields(m) for m in ms}, [ChunkVector(m, m, data[m]) for m in ms])
     store._build_index(store.table())  # one segment over the 600-row and the 40-row fragment
-    store.update_fields([fields(605, labels=("y",))])
+    store.table().delete("chunk_id = 605")  # as Oaken before superseded rows deleted them
 
     def segments() -> list[str]:
         return [str(seg.uuid) for i in store.table().describe_indices() if "vector" in i.field_names for seg in i.segments]
 
     before = segments()
-    vector_upkeep._materialize_small(store.table())
+    vector_upkeep._materialize_small(store.table(), [])
     assert segments() == before
     assert [f.metadata.physical_rows for f in store.table().get_fragments() if f.metadata.deletion_file] == [40]
 

@@ -15,6 +15,9 @@ class VectorSearch:
     """The search half of oaken.index.vectors.VectorStore (its base class)."""
 
     if TYPE_CHECKING:  # VectorStore's
+        from oaken.index.vector_superseded import SupersededRows
+
+        superseded: SupersededRows
 
         def table(self) -> Any: ...
 
@@ -73,22 +76,34 @@ class VectorSearch:
 
     def _nearest(self, q: np.ndarray, filters: VectorFilters, where: str | None, fetch: int, *, prefilter: bool) -> Any:
         """Lance's `fetch` nearest rows to `q` that pass `where` (an Arrow table, with the
-        `_distance` Lance adds): the filter applied before the search (`prefilter`) or to its
-        results."""
+        `_distance` and `_rowid` Lance adds): the filter applied before the search (`prefilter`)
+        or to its results. Superseded rows (oaken.index.vector_superseded) are dropped here, and
+        more asked for when they took places."""
         from oaken.index import vectors
 
-        nearest: dict[str, Any] = {"column": "vector", "q": q, "k": fetch, "metric": "cosine"}
-        if filters.selective:
-            nearest["use_index"] = False
-        else:
-            nearest["ef"] = max(vectors.ANN_EF, 2 * fetch)
-            if vectors.ANN_NPROBES is not None:
-                nearest["nprobes"] = vectors.ANN_NPROBES
-        # _distance is not used (the cosine is computed in `search`), but leaving it out makes
-        # Lance warn on every search
-        return self.table().to_table(
-            columns=["chunk_id", "message", "vector", "_distance"],
-            nearest=nearest,
-            filter=where or None,
-            prefilter=prefilter,
-        )
+        table = self.table()
+        k = fetch
+        for _ in range(4):
+            nearest: dict[str, Any] = {"column": "vector", "q": q, "k": k, "metric": "cosine"}
+            if filters.selective:
+                nearest["use_index"] = False
+            else:
+                nearest["ef"] = max(vectors.ANN_EF, 2 * k)
+                if vectors.ANN_NPROBES is not None:
+                    nearest["nprobes"] = vectors.ANN_NPROBES
+            # _distance is not used (the cosine is computed in `search`), but leaving it out makes
+            # Lance warn on every search
+            found = table.to_table(
+                columns=["chunk_id", "message", "vector", "_rowid", "_distance"],
+                nearest=nearest,
+                filter=where or None,
+                prefilter=prefilter,
+            )
+            live = self.superseded.live_mask(found.column("_rowid").to_numpy(), table.version)
+            if live is None:
+                return found
+            kept = found.filter(live)
+            if kept.num_rows >= fetch or found.num_rows < k:
+                return kept
+            k += 2 * (found.num_rows - kept.num_rows) + 16
+        return kept

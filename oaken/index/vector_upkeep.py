@@ -8,10 +8,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from oaken.index.vector_files import STATE_FILE, write_json
+from oaken.index.vector_superseded import SUPERSEDED_MAX_SHARE, fragment_of
 
 if TYPE_CHECKING:
     from oaken.index.vector_rows import Fingerprint
+    from oaken.index.vector_superseded import SupersededRows
 
 
 MAINTAIN_ROWS = 1_000  # new rows after which a pass ends with a maintenance (finish_pass)
@@ -26,11 +30,12 @@ MAX_INDEX_DELTAS = 4
 REBUILD_SHARE = 0.5
 # A deleted row anywhere in the table makes every ANN search build a bitset over every row of
 # each partition it visits (Lance's deletion mask): at a million messages 145 ms of a vector
-# search against 29-36 ms without (docs/scale.md). A triage deletes and appends its rows. Lance's
-# compaction rewrites a fragment only past 10 % deleted; the upkeep also rewrites, without its
-# deleted rows, every fragment of at most this many rows that holds one: recent mail, where most
-# triage happens, in a fraction of a second. Bigger fragments would cost ~25 us a row plus the
-# remap of the indexes over them (58.6 s for 1.26M rows at a million messages): left as they are.
+# search against 29-36 ms without (docs/scale.md). So a change supersedes rows instead of deleting
+# them (oaken.index.vector_superseded); the upkeep deletes superseded rows for real only in
+# fragments of at most this many rows, and rewrites, without their deleted rows, every such
+# fragment that holds one: recent mail, in a fraction of a second. Bigger fragments would cost
+# ~25 us a row plus the remap of the indexes over them (58.6 s for 1.26M rows at a million
+# messages): left as they are until SUPERSEDED_MAX_SHARE.
 MATERIALIZE_MAX_ROWS = 65_536
 # A store opened with `upkeep_later` (the daemon's passes) leaves a maintenance that falls due to a
 # pass of its own once nothing has changed for a few seconds (IndexWorker): at a million messages
@@ -57,9 +62,13 @@ class VectorUpkeep:
     if TYPE_CHECKING:  # VectorStore's
 
         def table(self) -> Any: ...
+
+        superseded: SupersededRows
+
         def count(self) -> int: ...
         def fingerprint(self) -> Fingerprint | None: ...
         def backends(self) -> list[str]: ...
+        def settle(self) -> None: ...
 
     def _wrote(self) -> None:
         self._writes += 1  # since the last maintenance, by any process: kept in the state file
@@ -121,6 +130,7 @@ class VectorUpkeep:
     def maintain(self, *, index: bool = True) -> dict[str, Any]:
         """Compact, clean up versions no reader can still hold, and build the ANN index once the
         table holds ann_min_rows (with `index`: building it takes seconds to minutes)."""
+        self.settle()
         table = self.table()
         out: dict[str, Any] = {"indexed": self.has_index()}
         if index and not out["indexed"] and self.count() >= self.ann_min_rows:
@@ -157,9 +167,16 @@ class VectorUpkeep:
         segment, which is the whole table's until a delta exists (1.26 s of every upkeep at a
         million messages, against 5 ms for the eight deltas); `_bound_scalar_deltas` keeps them
         few."""
+        from lance.optimize import Compaction, CompactionOptions
+
         optimizer = table.optimize
-        optimizer.compact_files()
-        _materialize_small(table)  # Compaction.commit moves `table` to the version it writes
+        self._purge_superseded(table)
+        # a fragment still holding superseded rows keeps its row addresses: never rewritten here
+        keep = sorted({int(f) for f in fragment_of(self.superseded.hidden(table.latest_version))})
+        plan = Compaction.plan(table, CompactionOptions(excluded_fragment_ids=keep))
+        if plan.tasks:
+            Compaction.commit(table, [t.execute(table) for t in plan.tasks])
+        _materialize_small(table, keep)  # Compaction.commit moves `table` to the version it writes
         indexes = table.describe_indices()
         vector = self._vector_index_name(indexes)
         others = [str(i.name) for i in indexes if str(i.name) != vector]
@@ -168,6 +185,38 @@ class VectorUpkeep:
             _bound_scalar_deltas(table, others)
         if vector is not None:
             optimizer.optimize_indices(index_names=[vector], num_indices_to_merge=0)
+
+    def _purge_superseded(self, table: Any) -> None:
+        """Delete for real the superseded rows (oaken.index.vector_superseded) of the fragments
+        the compaction may rewrite, which _materialize_small then rewrites without them; those of
+        the big fragments stay hidden, until they (with any row deleted there before) pass
+        SUPERSEDED_MAX_SHARE of the table: then they go and their fragments are rewritten, a
+        minute at a million messages. A failure is logged: they stay hidden, searches stay right."""
+        hidden = self.superseded.hidden(table.latest_version)
+        if not hidden.size:
+            return
+        big = _big_fragments(table)
+        in_big = np.isin(fragment_of(hidden), sorted(big))
+        deleted_big = sum(
+            int(f.metadata.deletion_file.num_deleted_rows or 0)
+            for f in table.get_fragments()
+            if int(f.fragment_id) in big and f.metadata.deletion_file is not None
+        )
+        rewrite_big = int(in_big.sum()) + deleted_big > SUPERSEDED_MAX_SHARE * int(table.count_rows())
+        gone = hidden if rewrite_big else hidden[~in_big]
+        from oaken import log
+
+        try:
+            for i in range(0, len(gone), 10_000):
+                table.delete(f"_rowid IN ({', '.join(map(str, gone[i : i + 10_000].tolist()))})")
+        except Exception as exc:  # Lance's own
+            log.get().warning(
+                "vector_superseded_purge_failed", rows=int(len(gone)), error=f"{type(exc).__name__}: {exc}"
+            )
+            return
+        self.superseded.forget(gone)
+        if rewrite_big:
+            _materialize(table, set())  # every fragment holding a deleted row, the big ones too
 
     def _build_index(self, table: Any, *, replace: bool = False) -> None:
         from oaken.index import vectors  # its ANN build settings: read there, where they are tuned
@@ -321,28 +370,41 @@ class VectorUpkeep:
         return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
 
 
-def _materialize_small(table: Any) -> None:
-    """Rewrite, without their deleted rows, the fragments of at most MATERIALIZE_MAX_ROWS rows
-    that hold any (see there). Left out (`excluded_fragment_ids`, which also keeps a plan's task
-    from mixing them with small ones): bigger fragments, and those an ANN index segment over more
-    than that many rows covers, since Lance remaps every segment covering a rewritten fragment
-    (the base index at a million messages: ~27 s, and every searching process loads it again).
-    Nothing is done while a left-out fragment holds a deleted row: searches keep their bitset
-    anyway. A failure is logged: searches stay right, only slower."""
-    from lance.optimize import Compaction, CompactionOptions
-
-    fragments = {int(f.fragment_id): f.metadata for f in table.get_fragments()}
-    if not any(f.deletion_file is not None for f in fragments.values()):
-        return
-    rows = {i: int(f.physical_rows) for i, f in fragments.items()}
-    left_out = {i for i, n in rows.items() if n > MATERIALIZE_MAX_ROWS}
+def _big_fragments(table: Any) -> set[int]:
+    """Fragments of more than MATERIALIZE_MAX_ROWS rows and those an ANN index segment over more
+    than that many rows covers: rewriting one costs seconds to a minute (see there)."""
+    rows = {int(f.fragment_id): int(f.metadata.physical_rows) for f in table.get_fragments()}
+    big = {i for i, n in rows.items() if n > MATERIALIZE_MAX_ROWS}
     for index in table.describe_indices():
         if "vector" in index.field_names:
             for segment in index.segments:
                 if _segment_rows(segment, rows) > MATERIALIZE_MAX_ROWS:
-                    left_out.update(int(i) for i in segment.fragment_ids)
+                    big.update(int(i) for i in segment.fragment_ids)
+    return big
+
+
+def _materialize_small(table: Any, keep: list[int]) -> None:
+    """Rewrite, without their deleted rows, the fragments of at most MATERIALIZE_MAX_ROWS rows
+    that hold any (see there). Left out (`excluded_fragment_ids`, which also keeps a plan's task
+    from mixing them with small ones): `keep` (fragments holding superseded rows), bigger
+    fragments, and those an ANN index segment over more than that many rows covers, since Lance
+    remaps every segment covering a rewritten fragment (the base index at a million messages:
+    ~27 s, and every searching process loads it again). Nothing is done while a left-out fragment
+    holds a deleted row: searches keep their bitset anyway. A failure is logged: searches stay
+    right, only slower."""
+    fragments = {int(f.fragment_id): f.metadata for f in table.get_fragments()}
+    if not any(f.deletion_file is not None for f in fragments.values()):
+        return
+    left_out = _big_fragments(table) | set(keep)
     if any(fragments[i].deletion_file is not None for i in left_out if i in fragments):
         return
+    _materialize(table, left_out)
+
+
+def _materialize(table: Any, left_out: set[int]) -> None:
+    """Rewrite the fragments holding deleted rows but those `left_out`, without those rows."""
+    from lance.optimize import Compaction, CompactionOptions
+
     try:
         options = CompactionOptions(
             materialize_deletions=True, materialize_deletions_threshold=0.0, excluded_fragment_ids=sorted(left_out)

@@ -67,6 +67,7 @@ from oaken.index.vector_rows import (  # noqa: F401 - the row types re-exported:
     where_sql,
 )
 from oaken.index.vector_search import VectorSearch
+from oaken.index.vector_superseded import SupersededRows
 from oaken.index.vector_upkeep import VectorUpkeep
 
 TABLE = "chunks"
@@ -139,6 +140,7 @@ class VectorStore(VectorUpkeep, VectorSearch):
         self._local = threading.local()  # this thread's handle on the table (see `table`)
         self._session: Any = None
         self._session_lock = threading.Lock()
+        self.superseded = SupersededRows(self.path)
 
     # ---- the table and its fingerprint ------------------------------------------------------
 
@@ -242,6 +244,7 @@ class VectorStore(VectorUpkeep, VectorSearch):
                 why = "index.db was rebuilt"
             # said before the rows go, so no search takes the emptied table for a whole one
             mark_rebuilding(self.path.parent, why)
+            self.superseded.clear()  # addresses in a table that is going
             shutil.rmtree(self.uri)
             self._local.ds = None
             with self._session_lock:
@@ -266,54 +269,50 @@ class VectorStore(VectorUpkeep, VectorSearch):
             self._write_state(backends=[*self.backends(), name])
 
     def count(self) -> int:
-        return int(self.table().count_rows())
+        """Rows readers see (superseded ones are on disk but hidden)."""
+        table = self.table()
+        return int(table.count_rows()) - int(self.superseded.hidden(table.version).size)
+
+    def _read(self, columns: Sequence[str], where: str | None = None) -> Any:
+        """The rows a reader sees (an Arrow table of `columns` and `_rowid`): superseded ones dropped."""
+        table = self.table()
+        t = table.to_table(columns=[*columns, "_rowid"], filter=where)
+        live = self.superseded.live_mask(t.column("_rowid").to_numpy(), table.version)
+        return t if live is None else t.filter(live)
 
     def chunk_messages(self) -> dict[int, int]:
         """chunk id -> message id of every stored row."""
-        t = self.table().to_table(columns=["chunk_id", "message"])
+        t = self._read(["chunk_id", "message"])
         return dict(zip(t.column("chunk_id").to_pylist(), t.column("message").to_pylist()))
 
     def rows_of(self, messages: Iterable[int], columns: Sequence[str] = ("chunk_id", "message")) -> list[dict]:
         ids = ids_sql(messages)
         if not ids:
             return []
-        return self.table().to_table(columns=list(columns), filter=f"message IN ({ids})").to_pylist()
+        return self._read(columns, f"message IN ({ids})").drop(["_rowid"]).to_pylist()
 
     def fields_between(self, low: int, high: int) -> dict[int, MessageFields]:
         """The prefilter fields stored for each message with an id in [low, high] (its first row's:
         a message's rows all carry its fields)."""
-        columns = ["message", *FIELD_COLUMNS]
-        t = self.table().to_table(columns=columns, filter=f"message >= {int(low)} AND message <= {int(high)}")
-        _, first = np.unique(t.column("message").to_numpy(), return_index=True)
-        t = t.take(first)
-        out: dict[int, MessageFields] = {}
-        for r in t.to_pylist():
-            r["labels"], r["folders"] = tuple(r["labels"]), tuple(r["folders"])
-            out[r["message"]] = MessageFields(**r)
-        return out
+        return _stored_fields(
+            self._read(["message", *FIELD_COLUMNS], f"message >= {int(low)} AND message <= {int(high)}")
+        )
 
     # ---- writes -----------------------------------------------------------------------------
 
     def upsert(self, fields: Mapping[int, MessageFields], chunks: Sequence[ChunkVector]) -> None:
-        """Make the stored chunks of the messages in `fields` exactly `chunks` (one version)."""
+        """Make the stored chunks of the messages in `fields` exactly `chunks` (one version): the
+        new rows appended, the old ones superseded (oaken.index.vector_superseded)."""
         if not fields:
             return
-        table = self.table()
         fp = self.fingerprint()
         assert fp is not None
-        data = arrow_table(fp, fields, chunks)
-        (
-            table.merge_insert("chunk_id")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .when_not_matched_by_source_delete(f"message IN ({ids_sql(fields)})")
-            .execute(data)
-        )
-        self._wrote()
+        old = self._read(["message"], f"message IN ({ids_sql(fields)})").column("_rowid").to_numpy()
+        self._append_replacing(arrow_table(fp, fields, chunks), old)
 
     def insert(self, fields: Mapping[int, MessageFields], chunks: Sequence[ChunkVector]) -> None:
         """Append the chunks of messages that have no stored row (one version): upsert's result
-        for them, without its merge against the table (22k Enron chunks: 0.14 against 0.4 CPU s)."""
+        for them, without reading the table first."""
         if not chunks:
             return
         fp = self.fingerprint()
@@ -328,41 +327,82 @@ class VectorStore(VectorUpkeep, VectorSearch):
         return self._delete("message", messages)
 
     def _delete(self, column: str, values: Iterable[int]) -> int:
-        """Delete rows whose `column` is among `values` (one version); returns the rows removed."""
+        """Hide the rows whose `column` is among `values` from readers (superseded: no Lance
+        version, no deletion mask; see oaken.index.vector_superseded); returns how many."""
         ids = ids_sql(values)
         if not ids or not self.exists():
             return 0
-        result = self.table().delete(f"{column} IN ({ids})")
-        self._wrote()
-        return int(result["num_deleted_rows"])
+        self.settle()
+        table = self.table()
+        version = table.version
+        found = self._read([column], f"{column} IN ({ids})").column("_rowid").to_numpy()
+        self.superseded.hide(found.tolist(), version)
+        if len(found):
+            self._wrote()
+        return int(len(found))
 
     def update_fields(self, fields: Sequence[MessageFields]) -> None:
         """New labels, folders, disposition... for rows already stored; vectors stay (one version).
 
-        Whole rows are written, vectors included: Lance then deletes the old rows and appends the
-        new ones, and every index keeps the fragments it covered. Given only the changed columns
-        it rewrites those columns in place instead, and every scalar index on them (chunk_id's,
-        the prefilter's) drops each fragment it touched until the next upkeep: at a million
-        messages one triage left 2.3M of 3.5M rows outside them, so the next triage's merge read
-        them all (0.16 -> 1.0 s) and every prefilter scanned them (docs/scale.md)."""
+        The rows are appended again with the new fields and the old ones superseded
+        (oaken.index.vector_superseded): a deleted row in a fragment the ANN index covers costs
+        every later search a deletion mask over the partitions it visits (docs/scale.md). Given
+        only the changed columns Lance rewrites those columns in place instead, and every scalar
+        index on them (chunk_id's, the prefilter's) drops each fragment it touched until the next
+        upkeep: at a million messages one triage left 2.3M of 3.5M rows outside them, so the next
+        triage's read scanned them all (0.16 -> 1.0 s) and every prefilter scanned them."""
         if not fields or not self.exists():
             return
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         by_message = {f.message: normal(f) for f in fields}
-        ids = ids_sql(by_message)
-        table = self.table()
-        rows = table.to_table(filter=f"message IN ({ids})")
-        if not rows.num_rows:
+        schema = self.table().schema
+        rows = self._read(schema.names, f"message IN ({ids_sql(by_message)})")
+        # a read-state, star or category change reaches the feed too, but not these fields
+        changed = sorted(m for m, f in _stored_fields(rows).items() if by_message[m] != f)
+        if not changed:
             return
-        schema = table.schema
+        rows = rows.filter(pc.is_in(rows.column("message"), pa.array(changed, pa.int64())))
+        old = rows.column("_rowid").to_numpy()
         rows = rows.select(schema.names)
         fs = [by_message[m] for m in rows.column("message").to_pylist()]
         for c in FIELD_COLUMNS:
             i = schema.get_field_index(c)
             rows = rows.set_column(i, schema.field(c), pa.array([getattr(f, c) for f in fs], schema.field(c).type))
-        table.merge_insert("chunk_id").when_matched_update_all().execute(rows)
+        self._append_replacing(rows, old)
+
+    def settle(self) -> None:
+        """Resolve what a writer that died mid-append left pending in superseded.npy (writers only)."""
+        if self.superseded.pending().size:
+            self.superseded.settle(self.table().latest_version)
+
+    def _append_replacing(self, rows: Any, old: np.ndarray) -> None:
+        """Append `rows` and supersede the rows at `old` from the version the append makes."""
+        self.settle()
+        table = self.table()
+        base = table.version
+        if not rows.num_rows:  # nothing replaces them: a deletion
+            self.superseded.hide(old.tolist(), base)
+            self._wrote()
+            return
+        self.superseded.hide_after(old.tolist(), base)
+        try:
+            table.insert(rows)
+        finally:
+            self.settle()  # dated if the append committed, dropped if it did not
         self._wrote()
+
+
+def _stored_fields(rows: Any) -> dict[int, MessageFields]:
+    """Each message's fields in `rows` (an Arrow table holding the message and field columns), as
+    its first row holds them: a message's rows all carry its fields."""
+    _, first = np.unique(rows.column("message").to_numpy(), return_index=True)
+    out: dict[int, MessageFields] = {}
+    for r in rows.take(first).select(["message", *FIELD_COLUMNS]).to_pylist():
+        r["labels"], r["folders"] = tuple(r["labels"]), tuple(r["folders"])
+        out[r["message"]] = MessageFields(**r)
+    return out
 
 
 def open_for_search(data_dir: Path, expected: Fingerprint) -> VectorStore:

@@ -1,0 +1,138 @@
+"""The rows of vectors/ that no longer count: replaced by newer rows or belonging to deleted
+chunks, still on disk, hidden from every reader.
+
+Why not delete them: a deleted row in any fragment an ANN index segment covers makes Lance check
+every row of each IVF partition a search visits against a deletion mask. At a million messages
+that was 145 of a 175 ms vector search, and a triage or label change of old mail (which rewrites
+its rows with the new fields) put one there for good, since Lance rewrites a fragment only past
+10 % deleted and rewriting a big one costs a minute (docs/scale.md). So a change appends the new
+rows and records the old ones here, by their row address (Lance's `_rowid`: fragment << 32 |
+offset), and readers drop them: the search from the candidates it re-scores anyway, the others
+from what they read. The upkeep deletes them for real where that is cheap (small fragments it
+rewrites) and, past SUPERSEDED_MAX_SHARE, everywhere.
+
+The file, superseded.npy, is an (n, 2) int64 array of (row address, first table version it holds
+for), replaced whole. A row is hidden from a reader at version v when its entry's version is <= v:
+a reader at an older version still sees the rows of that version. An append that replaces rows is
+recorded before it commits as pending (version -1 - base): if the process dies before the append
+commits, the next writer drops the entry; if it dies after, the next writer dates it base + 1, the
+version the append made (one writer at a time: oaken.index.writelock). Readers skip pending
+entries, so at worst they see an old and a new row of one chunk for a moment, never neither.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+SUPERSEDED_FILE = "superseded.npy"
+# Past this share of the table's rows, the superseded rows in the big fragments are deleted for
+# real and those fragments rewritten (VectorUpkeep): a minute at a million messages, so rare.
+SUPERSEDED_MAX_SHARE = 0.02
+
+
+def fragment_of(rowids: np.ndarray) -> np.ndarray:
+    return np.asarray(rowids, dtype=np.int64) >> 32
+
+
+class SupersededRows:
+    """superseded.npy of one vectors/ folder (see the module's docstring)."""
+
+    def __init__(self, folder: Path):
+        self.file = folder / SUPERSEDED_FILE
+        self._lock = threading.Lock()
+        self._cache: tuple[tuple[int, int, int], np.ndarray] | None = None
+
+    # ---- reading ----------------------------------------------------------------------------
+
+    def entries(self) -> np.ndarray:
+        """Every entry, pending ones included: (n, 2) int64."""
+        try:
+            st = os.stat(self.file)
+        except FileNotFoundError:
+            return np.zeros((0, 2), dtype=np.int64)
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        with self._lock:
+            if self._cache is not None and self._cache[0] == key:
+                return self._cache[1]
+        try:
+            found = np.load(self.file, allow_pickle=False)
+        except FileNotFoundError:
+            return np.zeros((0, 2), dtype=np.int64)
+        if found.ndim != 2 or found.shape[1] != 2:
+            raise ValueError(f"{self.file}: not a list of superseded rows; delete vectors/ and run `oaken reindex`")
+        found = found.astype(np.int64, copy=False)
+        with self._lock:
+            self._cache = (key, found)
+        return found
+
+    def hidden(self, version: int) -> np.ndarray:
+        """The row addresses hidden from a reader at `version`, sorted."""
+        e = self.entries()
+        if not e.size:
+            return e[:, 0]
+        return np.sort(e[(e[:, 1] >= 0) & (e[:, 1] <= version), 0])
+
+    def live_mask(self, rowids: np.ndarray, version: int) -> np.ndarray | None:
+        """Which of `rowids` a reader at `version` sees; None when it sees them all."""
+        hidden = self.hidden(version)
+        if not hidden.size or not len(rowids):
+            return None
+        rowids = np.asarray(rowids, dtype=np.int64)
+        at = np.clip(np.searchsorted(hidden, rowids), 0, hidden.size - 1)
+        live = hidden[at] != rowids
+        return None if live.all() else live
+
+    def pending(self) -> np.ndarray:
+        e = self.entries()
+        return e[e[:, 1] < 0]
+
+    # ---- writing (the pass holding the write lock) --------------------------------------------
+
+    def _write(self, entries: np.ndarray) -> None:
+        if not entries.size:
+            self.file.unlink(missing_ok=True)
+            return
+        tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.{threading.get_ident()}.tmp.npy")
+        np.save(tmp, np.ascontiguousarray(entries, dtype=np.int64), allow_pickle=False)
+        os.replace(tmp, self.file)
+
+    def hide(self, rowids: Iterable[int], version: int) -> None:
+        """Hide `rowids` from readers at `version` and later (a deletion: no append to wait for)."""
+        rows = np.unique(np.fromiter(rowids, dtype=np.int64))
+        if rows.size:
+            self._write(np.concatenate([self.entries(), np.column_stack([rows, np.full(rows.size, version)])]))
+
+    def hide_after(self, rowids: Iterable[int], base: int) -> None:
+        """Record `rowids` as pending: replaced by an append about to commit on version `base`."""
+        rows = np.unique(np.fromiter(rowids, dtype=np.int64))
+        if rows.size:
+            self._write(np.concatenate([self.entries(), np.column_stack([rows, np.full(rows.size, -1 - base)])]))
+
+    def settle(self, latest: int) -> None:
+        """Date the pending entries whose append committed (the table moved past their base) and
+        drop the others."""
+        e = self.entries()
+        pending = e[:, 1] < 0
+        if not pending.any():
+            return
+        base = -1 - e[:, 1]
+        done = pending & (latest > base)
+        e = e.copy()
+        e[done, 1] = base[done] + 1
+        self._write(e[~pending | done])
+
+    def forget(self, rowids: np.ndarray) -> None:
+        """Drop entries of rows deleted for real."""
+        e = self.entries()
+        if e.size and len(rowids):
+            self._write(e[~np.isin(e[:, 0], np.asarray(rowids, dtype=np.int64))])
+
+    def clear(self) -> None:
+        self.file.unlink(missing_ok=True)
+        with self._lock:
+            self._cache = None
