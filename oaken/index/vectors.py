@@ -16,6 +16,10 @@ messages), and `maintain` compacts and removes old versions, but only those that
 the latest more than `retention_seconds` ago: a reader that opened a version a moment before a
 cleanup keeps its files (a cleanup with older_than=0 makes such a reader fail).
 
+A change never deletes a row: the new rows are appended and the old ones recorded as superseded
+(oaken.index.vector_superseded), hidden from every reader, since a deleted row costs every later
+ANN search a mask over the partitions it visits.
+
 The rows and their schema are oaken.index.vector_rows'; the small files beside the table (its
 state, the rebuilding marker, the embedding pass's records) are oaken.index.vector_files'; the
 upkeep (state summary, compaction, cleanup, index builds) is oaken.index.vector_upkeep's; the
@@ -244,7 +248,6 @@ class VectorStore(VectorUpkeep, VectorSearch):
                 why = "index.db was rebuilt"
             # said before the rows go, so no search takes the emptied table for a whole one
             mark_rebuilding(self.path.parent, why)
-            self.superseded.clear()  # addresses in a table that is going
             shutil.rmtree(self.uri)
             self._local.ds = None
             with self._session_lock:
@@ -252,6 +255,7 @@ class VectorStore(VectorUpkeep, VectorSearch):
             dropped = True
         import lance
 
+        self.superseded.clear()  # addresses of a table that is gone (dropped here or by hand)
         schema = schema_of(fp, generation or "")
         lance.write_dataset(schema.empty_table(), str(self.uri), schema=schema, mode="create")
         self._write_state(backends=[])
