@@ -216,6 +216,9 @@ def test_filters_for_read_state_and_triage(store: Store) -> None:
     assert store.filter_messages([a, b], categories=["work", "travel"]) == {b}
     assert store.filter_messages([a, b], min_priority=2) == {b}
     assert store.filter_messages([a, b], dispositions=["inbox", "archived"]) == {b}
+    account = store.meta(a).account
+    assert store.filter_messages([a, b], account=account) == {a, b}
+    assert store.filter_messages([a, b], account=account + "-other") == set()
 
 
 def test_change_feed_follows_every_change_and_deletion(store: Store) -> None:

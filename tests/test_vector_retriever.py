@@ -69,6 +69,37 @@ def test_prefilters_and_admit_bind_the_vector_side_and_widening_finds_enough(emb
     assert excluded not in {h.message for h in result.hits} and result.hits[0].message == everything[1]
 
 
+def test_loose_filters_are_searched_first_and_the_full_ones_when_too_few_pass(
+        embedded: config_mod.Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The filter every search has (account, dispositions) is judged by `admit` for the candidates
+    instead of LanceDB reading it for each (25-45 ms at a million messages): searched loose first;
+    when too few candidates pass even at max_candidates (a small account), LanceDB gets the
+    filters after all."""
+    everything = [h.message for h in VectorRetriever(embedded).retrieve(QUESTION, VectorFilters(), want=50).hits]
+    seen: list[VectorFilters] = []
+    real = VectorStore.search
+
+    def recorded(self: VectorStore, q, filters: VectorFilters = VectorFilters(), limit: int = 50):  # type: ignore[no-untyped-def]
+        seen.append(filters)
+        return real(self, q, filters, limit)
+
+    monkeypatch.setattr(VectorStore, "search", recorded)
+    r = VectorRetriever(with_(embedded, max_candidates=4))
+    result = r.retrieve(QUESTION, VectorFilters(account="work"), want=1, admit=lambda ids: list(ids),
+                        loose=VectorFilters())
+    assert seen == [VectorFilters()] and [h.message for h in result.hits] == everything[:1]
+    seen.clear()
+    last = everything[-1]
+    strict = VectorFilters(include_ids=frozenset({last}))
+    result = r.retrieve(QUESTION, strict, want=1, admit=lambda ids: [m for m in ids if m == last],
+                        loose=VectorFilters())
+    assert seen[-1] == strict and set(seen[:-1]) == {VectorFilters()}  # widened loose, then strict
+    assert [h.message for h in result.hits] == [last]
+    seen.clear()  # without an admit to judge them, the filters are never loosened
+    assert r.retrieve(QUESTION, VectorFilters(account="elsewhere"), want=1, loose=VectorFilters()).hits == ()
+    assert seen == [VectorFilters(account="elsewhere")]
+
+
 def test_widening_stops_at_max_candidates(embedded: config_mod.Config) -> None:
     cfg = with_(embedded, max_candidates=4)
     result = VectorRetriever(cfg).retrieve(QUESTION, VectorFilters(), want=2, admit=lambda ids: [])

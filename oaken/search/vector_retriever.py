@@ -167,8 +167,20 @@ class VectorRetriever:
             self._embedder = embedder
         return self._embedder
 
-    def retrieve(self, text: str, filters: VectorFilters, *, want: int, admit: Admit | None = None) -> VectorResult:
-        """The messages nearest in meaning to `text`, at most `want`, best first."""
+    def retrieve(
+        self,
+        text: str,
+        filters: VectorFilters,
+        *,
+        want: int,
+        admit: Admit | None = None,
+        loose: VectorFilters | None = None,
+    ) -> VectorResult:
+        """The messages nearest in meaning to `text`, at most `want`, best first.
+
+        `loose`: filters to search with first, leaving out some of `filters` that `admit` judges
+        as well; when too few candidates pass `admit` even at max_candidates, `filters` are given
+        to LanceDB after all."""
         if not self.enabled:
             return VectorResult((), OFF)
         if not text.strip():
@@ -185,7 +197,7 @@ class VectorRetriever:
 
         def work() -> None:
             try:
-                box["result"] = self._search(embedder, text, filters, want, admit, deadline)
+                box["result"] = self._search(embedder, text, filters, want, admit, deadline, loose)
             except BaseException as exc:  # handed to the waiting thread
                 box["error"] = exc
 
@@ -281,7 +293,14 @@ class VectorRetriever:
             )
 
     def _search(
-        self, embedder: Embedder, text: str, filters: VectorFilters, want: int, admit: Admit | None, deadline: float
+        self,
+        embedder: Embedder,
+        text: str,
+        filters: VectorFilters,
+        want: int,
+        admit: Admit | None,
+        deadline: float,
+        loose: VectorFilters | None = None,
     ) -> VectorResult:
         timings: dict[str, float] = {}
         warnings: list[str] = []
@@ -303,17 +322,21 @@ class VectorRetriever:
         candidates = max(want, min(want * CHUNKS_PER_MESSAGE, s.max_candidates))
         rounds = 0
         t2 = time.monotonic()
+        searched = loose if loose is not None and admit is not None else filters
         while True:
             if rounds and time.monotonic() > deadline:
                 raise _Timeout()
             rounds += 1
-            chunks = store.search(query, filters, candidates)
+            chunks = store.search(query, searched, candidates)
             messages = collapse(chunks)
             allowed = set(admit([m for m, _, _ in messages])) if admit else None
             kept = [x for x in messages if allowed is None or x[0] in allowed]
             exhausted = len(chunks) < candidates
             if len(kept) >= want or exhausted or candidates >= s.max_candidates:
-                break
+                if searched is filters or len(kept) >= want or exhausted:
+                    break
+                searched = filters  # too few passed what `loose` left out: LanceDB applies it
+                continue
             candidates = min(candidates * 2, s.max_candidates)
         timings["search"] = _ms(t2)
         # a rebuild that began after _open's check may have emptied the table meanwhile: asked

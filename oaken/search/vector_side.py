@@ -99,6 +99,7 @@ class _Admit:
             categories=c.categories,
             min_priority=c.min_priority,
             dispositions=c.dispositions,
+            account=c.index.account,
         )
         return [m for m in ids if m in keep]
 
@@ -128,11 +129,21 @@ class VectorJob:
 
     def _run(self) -> None:
         try:
+            loose = None
+            if self._filters.broad and (self._filters.account is not None or self._filters.dispositions):
+                # Only what every search names (the account, the dispositions): `admit` judges
+                # them for the few candidates from index.db and raw.db (about a millisecond), where
+                # LanceDB read both columns of each candidate from its fragment (25-45 ms at a
+                # million messages, docs/scale.md). Most mail usually passes; when too little
+                # does (a small account, `in:trash`), the retriever gives LanceDB the filters.
+                loose = replace(self._filters, account=None, dispositions=())
             if self._filters.dispositions:
                 self._admit.settle()
                 index = self._admit.cons.index
                 self._filters = replace(prefilters(index), disposition_unsure=index.disposition_unsure)
-            self.result = self._retriever.retrieve(self._text, self._filters, want=self._want, admit=self._admit)
+            self.result = self._retriever.retrieve(
+                self._text, self._filters, want=self._want, admit=self._admit, loose=loose
+            )
         except Exception as e:  # noqa: BLE001 - retrieve never raises; should it, keyword results still come back
             self.result = VectorResult((), "error", (f"vector search failed: {type(e).__name__}: {e}",))
         finally:

@@ -118,8 +118,10 @@ class Metadata(ChangeFeed):
         categories: Sequence[str] = (),
         min_priority: int | None = None,
         dispositions: Sequence[str] | None = None,
+        account: str | None = None,
     ) -> set[int]:
-        """The subset of `messages` whose read state and triage match: these live only here."""
+        """The subset of `messages` whose read state and triage match: these live only here (and,
+        given, of that account: for a caller without index.db)."""
         ids = list(dict.fromkeys(messages))
         keep: set[int] = set()
         conds: list[str] = []
@@ -140,6 +142,9 @@ class Metadata(ChangeFeed):
         if dispositions is not None:
             conds.append(f"coalesce(t.disposition, 'inbox') IN ({','.join('?' * len(dispositions))})")
             params.extend(dispositions)
+        if account is not None:
+            conds.append("m.account_id = (SELECT id FROM accounts WHERE name = ?)")
+            params.append(account)
         where = " AND ".join(conds) or "1"
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
