@@ -206,7 +206,7 @@ def real_vectors(work: Path, corpora: Sequence[Path]) -> tuple[np.ndarray, np.nd
         print(f"imported and embedded {', '.join(p.name for p in corpora)} in {time.perf_counter() - start:.0f} s")
     from oaken.index.vectors import VectorStore
 
-    t = VectorStore(home).table().to_table(columns=["chunk_id", "message", "vector"])
+    t = VectorStore(home).live(["chunk_id", "message", "vector"])  # superseded rows left out
     order = np.lexsort((t.column("chunk_id").to_numpy(), t.column("message").to_numpy()))  # grouped by message
     vectors = t.column("vector").combine_chunks().flatten().to_numpy().reshape(t.num_rows, -1)[order]
     messages, chunks = t.column("message").to_numpy()[order], t.column("chunk_id").to_numpy()[order]

@@ -32,12 +32,10 @@ if a.truth.exists():
     truth = B.Truth([set(x) for x in z["chunks"]], z["chunk_cut"], [set(x) for x in z["msgs"]], z["msg_cut"])
 else:
     t0 = time.time()
-    ids, msgs, vecs = [], [], []
-    for batch in t.to_batches(columns=["chunk_id", "message", "vector"], batch_size=65536):
-        ids.append(batch.column(0).to_numpy()); msgs.append(batch.column(1).to_numpy())
-        vecs.append(batch.column(2).flatten().to_numpy().reshape(batch.num_rows, -1))
-    chunk_ids = np.concatenate(ids); messages = np.concatenate(msgs); vectors = np.concatenate(vecs).astype(np.float32)
-    del vecs
+    live = store.live(["chunk_id", "message", "vector"])  # superseded rows left out
+    chunk_ids = live.column("chunk_id").to_numpy(); messages = live.column("message").to_numpy()
+    vectors = live.column("vector").combine_chunks().flatten().to_numpy().reshape(live.num_rows, -1).astype(np.float32)
+    del live
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     print("loaded", vectors.shape, round(time.time() - t0, 1), "s", flush=True)
     emb = ConceptEmbedder(vectors.shape[1])

@@ -613,9 +613,10 @@ def _inspect_main(home: str, spec_path: str) -> int:
     vectors_dir = data_dir / "vectors"
     if cfg.embedder.model != "none" and vectors_dir.exists() and body_chunks is not None:
         try:
-            import lance
+            from oaken.index.vectors import VectorStore
 
-            rows = lance.dataset(str(vectors_dir / "chunks.lance")).to_table(columns=["chunk_id", "message"])
+            # the rows readers see: superseded ones stay on disk until the upkeep removes them
+            rows = VectorStore(data_dir).live(["chunk_id", "message"])
             chunk_ids = rows.column("chunk_id").to_pylist()
             messages = rows.column("message").to_pylist()
             rebuilding = (vectors_dir / "rebuilding.json").exists()

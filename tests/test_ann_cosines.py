@@ -54,7 +54,7 @@ def ann_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Config, VectorS
 
 def _exact(store: VectorStore, q: np.ndarray, k: int) -> list[tuple[int, float]]:
     """The oracle: every stored vector read back and scored by numpy."""
-    t = store.table().to_table(columns=["chunk_id", "vector"])
+    t = store.live(["chunk_id", "vector"])
     m = np.asarray(t.column("vector").to_pylist(), dtype=np.float64)
     ids = np.asarray(t.column("chunk_id").to_pylist())
     cos = (m @ q) / (np.linalg.norm(m, axis=1) * np.linalg.norm(q))

@@ -321,7 +321,7 @@ def test_a_deletion_hides_rows_and_an_append_that_died_is_settled(tmp_path: Path
     assert {h.message for h in store.search(data[4], limit=30)} == set(range(30)) - {4, 5, 6}
     assert store.delete_messages([4]) == 0  # hidden already
     # an append that never committed: its entry goes, the old rows stay seen
-    old = store._read(["message"], "message = 7").column("_rowid").to_numpy()
+    old = store.live(["message"], "message = 7").column("_rowid").to_numpy()
     store.superseded.hide_after(old.tolist(), store.table().version)
     assert store.count() == 27  # a pending entry hides nothing
     store.settle()
@@ -332,9 +332,70 @@ def test_a_deletion_hides_rows_and_an_append_that_died_is_settled(tmp_path: Path
     store.settle()
     assert store.count() == 27 and store.fields_between(7, 7)[7].labels == ("x",)
     assert [r["chunk_id"] for r in store.rows_of([7])] == [7]
+    # found by review: a writer died with an entry pending and no append made; the next write,
+    # whatever it is, settles first, so its own commit does not date the entry
+    old = store.live(["message"], "message = 8").column("_rowid").to_numpy()
+    store.superseded.hide_after(old.tolist(), store.table().version)
+    store.insert({30: fields(30)}, [ChunkVector(30, 30, data[0])])
+    assert store.count() == 28 and [r["chunk_id"] for r in store.rows_of([8])] == [8]
+    # found by review: the append committed, the writer died before dating it; the next change of
+    # the same message reads its rows only after settling, so no chunk is stored twice
+    old = store.live(["message"], "message = 9").column("_rowid").to_numpy()
+    store.superseded.hide_after(old.tolist(), store.table().version)
+    store.table().insert(arrow_table(store.fingerprint(), {9: fields(9, labels=("y",))}, [ChunkVector(9, 9, data[9])]))
+    store.update_fields([fields(9, labels=("z",))])
+    assert store.rows_of([9], ("chunk_id", "labels")) == [{"chunk_id": 9, "labels": ["z"]}] and store.count() == 28
     # a rebuilt table starts with none
     store.ensure(Fingerprint("toy:8", 8, "1"), rebuild=True)
     assert not store.superseded.file.exists()
+
+
+def test_a_fragment_holding_superseded_rows_is_never_compacted(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: without an ANN index (or under one segment) Lance's compaction merges
+    fragments freely, and a merged fragment's rows get new addresses: a superseded row would come
+    back and its entry would hide nothing (or another row)."""
+    from oaken.index import vector_upkeep
+
+    monkeypatch.setattr(vector_upkeep, "MATERIALIZE_MAX_ROWS", 100)  # the 600-row fragment is big
+    data = np.random.default_rng(3).standard_normal((640, 8)).astype(np.float32)
+    store = VectorStore(tmp_path, create=True, maintain_every=10**6, ann_min_rows=10**9)
+    store.ensure(FP)
+    for ms in (range(600), range(600, 640)):
+        store.upsert({m: fields(m) for m in ms}, [ChunkVector(m, m, data[m]) for m in ms])
+    store.update_fields([fields(3, labels=("x",))])
+    store.maintain()
+    assert store.count() == 640
+    assert store.rows_of([3], ("chunk_id", "labels")) == [{"chunk_id": 3, "labels": ["x"]}]
+    assert [h.chunk_id for h in store.search(data[3], limit=2)][0] == 3
+    assert [h.chunk_id for h in store.search(data[3], limit=2)][1] != 3
+
+
+def test_a_reader_of_an_older_version_keeps_rows_the_upkeep_deleted_hidden(tmp_path: Path) -> None:
+    """Found by review: the upkeep deletes superseded rows of small fragments for real; a search
+    that opened the version before still reads them, so their entries stay until no such version
+    is left on disk."""
+    import lance
+
+    data = np.random.default_rng(4).standard_normal((40, 8)).astype(np.float32)
+    store = VectorStore(tmp_path, create=True, maintain_every=10**6, retention_seconds=3600.0)
+    store.ensure(FP)
+    store.upsert({m: fields(m) for m in range(40)}, [ChunkVector(m, m, data[m]) for m in range(40)])
+    store.update_fields([fields(5, labels=("x",))])
+    assert store.delete_messages([6]) == 1
+    before = store.table().version
+    pinned = store.superseded.hidden(before)
+    assert pinned.size == 2
+    store.maintain()  # deleted for real and the small fragment rewritten; older versions kept an hour
+    assert store.count() == 39 and store.superseded.hidden(store.table().version).size == 0
+    assert before in [int(v["version"]) for v in store.table().versions()]
+    assert set(store.superseded.hidden(before).tolist()) == set(pinned.tolist())  # still hidden from it
+    old = lance.dataset(str(store.uri), version=before)
+    assert old.count_rows() - store.superseded.hidden(before).size == 39  # its count still right
+    store.retention_seconds = 0.0
+    store.maintain()  # no version before the deletion is left: the entries go
+    assert before not in [int(v["version"]) for v in store.table().versions()]
+    assert store.superseded.entries().size == 0
 
 
 def test_a_small_fragment_the_base_index_covers_is_not_rewritten(tmp_path: Path,

@@ -83,7 +83,7 @@ class VectorSearch:
 
         table = self.table()
         k = fetch
-        for _ in range(4):
+        while True:
             nearest: dict[str, Any] = {"column": "vector", "q": q, "k": k, "metric": "cosine"}
             if filters.selective:
                 nearest["use_index"] = False
@@ -106,4 +106,3 @@ class VectorSearch:
             if kept.num_rows >= fetch or found.num_rows < k:
                 return kept
             k += 2 * (found.num_rows - kept.num_rows) + 16
-        return kept

@@ -106,6 +106,7 @@ class VectorUpkeep:
         the ANN index, and unindexed rows are searched exactly meanwhile. With `upkeep_later` that
         counted maintenance and a due cleanup are left for a pass without it (DEFER_LIMIT); a
         first ANN index and a pass of many new rows are not, as no later pass may be quiet."""
+        self.settle()  # before any commit below (oaken.index.vector_superseded)
         if written >= MAINTAIN_ROWS or (self.count() >= self.ann_min_rows and not self.has_index()):
             self.maintain()  # a first ANN index or many new rows: a long pass already, never deferred
             return
@@ -145,6 +146,7 @@ class VectorUpkeep:
         older = self._safe_older_than()
         if older is not None:
             table.cleanup_old_versions(older_than=older)
+        self._forget_deleted(table)
         # what this maintenance superseded is kept through the retention: removed by tidy after it
         waiting = len(table.versions()) > 1
         self._cleanup_after = time.time() + self.retention_seconds + 1.0 if waiting else None
@@ -208,13 +210,15 @@ class VectorUpkeep:
 
         try:
             for i in range(0, len(gone), 10_000):
-                table.delete(f"_rowid IN ({', '.join(map(str, gone[i : i + 10_000].tolist()))})")
+                part = gone[i : i + 10_000]
+                table.delete(f"_rowid IN ({', '.join(map(str, part.tolist()))})")
+                # a reader of an older version still has them hidden: forgotten after the cleanup
+                self.superseded.deleted(part, table.latest_version)
         except Exception as exc:  # Lance's own
             log.get().warning(
                 "vector_superseded_purge_failed", rows=int(len(gone)), error=f"{type(exc).__name__}: {exc}"
             )
             return
-        self.superseded.forget(gone)
         if rewrite_big:
             _materialize(table, set())  # every fragment holding a deleted row, the big ones too
 
@@ -285,6 +289,13 @@ class VectorUpkeep:
         older = self._superseded_long_ago()
         if older is not None:
             self.table().cleanup_old_versions(older_than=older)
+        self._forget_deleted(self.table())
+
+    def _forget_deleted(self, table: Any) -> None:
+        """Superseded rows deleted for real in a version no older one remains before: no reader
+        can see them any more."""
+        if self.superseded.entries().size:
+            self.superseded.drop_deleted_before(min(int(v["version"]) for v in table.versions()))
 
     def _superseded_long_ago(self) -> timedelta | None:
         """The cleanup age that removes every version superseded more than retention_seconds ago,

@@ -277,8 +277,9 @@ class VectorStore(VectorUpkeep, VectorSearch):
         table = self.table()
         return int(table.count_rows()) - int(self.superseded.hidden(table.version).size)
 
-    def _read(self, columns: Sequence[str], where: str | None = None) -> Any:
-        """The rows a reader sees (an Arrow table of `columns` and `_rowid`): superseded ones dropped."""
+    def live(self, columns: Sequence[str], where: str | None = None) -> Any:
+        """The rows a reader sees (an Arrow table of `columns` and `_rowid`), superseded ones
+        dropped: what anything reading the table outside this class must use."""
         table = self.table()
         t = table.to_table(columns=[*columns, "_rowid"], filter=where)
         live = self.superseded.live_mask(t.column("_rowid").to_numpy(), table.version)
@@ -286,20 +287,20 @@ class VectorStore(VectorUpkeep, VectorSearch):
 
     def chunk_messages(self) -> dict[int, int]:
         """chunk id -> message id of every stored row."""
-        t = self._read(["chunk_id", "message"])
+        t = self.live(["chunk_id", "message"])
         return dict(zip(t.column("chunk_id").to_pylist(), t.column("message").to_pylist()))
 
     def rows_of(self, messages: Iterable[int], columns: Sequence[str] = ("chunk_id", "message")) -> list[dict]:
         ids = ids_sql(messages)
         if not ids:
             return []
-        return self._read(columns, f"message IN ({ids})").drop(["_rowid"]).to_pylist()
+        return self.live(columns, f"message IN ({ids})").drop(["_rowid"]).to_pylist()
 
     def fields_between(self, low: int, high: int) -> dict[int, MessageFields]:
         """The prefilter fields stored for each message with an id in [low, high] (its first row's:
         a message's rows all carry its fields)."""
         return _stored_fields(
-            self._read(["message", *FIELD_COLUMNS], f"message >= {int(low)} AND message <= {int(high)}")
+            self.live(["message", *FIELD_COLUMNS], f"message >= {int(low)} AND message <= {int(high)}")
         )
 
     # ---- writes -----------------------------------------------------------------------------
@@ -309,9 +310,10 @@ class VectorStore(VectorUpkeep, VectorSearch):
         new rows appended, the old ones superseded (oaken.index.vector_superseded)."""
         if not fields:
             return
+        self.settle()  # before reading: a committed append not yet dated would count its old rows
         fp = self.fingerprint()
         assert fp is not None
-        old = self._read(["message"], f"message IN ({ids_sql(fields)})").column("_rowid").to_numpy()
+        old = self.live(["message"], f"message IN ({ids_sql(fields)})").column("_rowid").to_numpy()
         self._append_replacing(arrow_table(fp, fields, chunks), old)
 
     def insert(self, fields: Mapping[int, MessageFields], chunks: Sequence[ChunkVector]) -> None:
@@ -319,6 +321,7 @@ class VectorStore(VectorUpkeep, VectorSearch):
         for them, without reading the table first."""
         if not chunks:
             return
+        self.settle()  # before any commit (oaken.index.vector_superseded)
         fp = self.fingerprint()
         assert fp is not None
         self.table().insert(arrow_table(fp, fields, chunks))
@@ -339,7 +342,7 @@ class VectorStore(VectorUpkeep, VectorSearch):
         self.settle()
         table = self.table()
         version = table.version
-        found = self._read([column], f"{column} IN ({ids})").column("_rowid").to_numpy()
+        found = self.live([column], f"{column} IN ({ids})").column("_rowid").to_numpy()
         self.superseded.hide(found.tolist(), version)
         if len(found):
             self._wrote()
@@ -360,9 +363,10 @@ class VectorStore(VectorUpkeep, VectorSearch):
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        self.settle()  # before reading: a committed append not yet dated would show its old rows
         by_message = {f.message: normal(f) for f in fields}
         schema = self.table().schema
-        rows = self._read(schema.names, f"message IN ({ids_sql(by_message)})")
+        rows = self.live(schema.names, f"message IN ({ids_sql(by_message)})")
         # a read-state, star or category change reaches the feed too, but not these fields
         changed = sorted(m for m, f in _stored_fields(rows).items() if by_message[m] != f)
         if not changed:
@@ -377,7 +381,9 @@ class VectorStore(VectorUpkeep, VectorSearch):
         self._append_replacing(rows, old)
 
     def settle(self) -> None:
-        """Resolve what a writer that died mid-append left pending in superseded.npy (writers only)."""
+        """Resolve what a writer that died mid-append left pending in superseded.npy. Every write
+        calls it before its commit: a pending entry is dated by the table having moved past its
+        base, which only its own append may have done (writers only)."""
         if self.superseded.pending().size:
             self.superseded.settle(self.table().latest_version)
 
