@@ -1124,3 +1124,41 @@ def test_a_deleted_vector_store_is_not_filled_again_from_wrong_cached_int8_vecto
     again = embedding.embed_pending(cfg, embedder=fake)
     assert again.embedded == first.embedded
     assert again.encoded == (first.encoded if wrong else 0)
+
+
+@pytest.mark.parametrize("ann", [False, True], ids=["exact", "ann"])
+def test_searches_among_many_superseded_rows_agree_with_brute_force(tmp_path: Path, ann: bool) -> None:
+    """The 400 rows nearest the query changed three times (1,200 superseded rows where the search
+    looks first): no hit twice, none from a superseded row, and the hits brute force finds over
+    the live rows, unfiltered, with the filter every search has and with a prefilter."""
+    rng = np.random.default_rng(1)
+    n = 3000
+    data = rng.standard_normal((n, 8)).astype(np.float32)
+    store = VectorStore(tmp_path, create=True, maintain_every=10**6, ann_min_rows=500 if ann else 10**9)
+    store.ensure(FP)
+
+    def account(m: int) -> str:
+        return "work" if m % 3 else "home"
+
+    def fs(m: int, label: str = "inbox") -> MessageFields:
+        return fields(m, account=account(m), labels=(label,))
+
+    store.upsert({m: fs(m) for m in range(n)}, [ChunkVector(m, m, data[m]) for m in range(n)])
+    store.maintain()
+    assert store.has_index() == ann
+    q = data[0]
+    cos = data @ q / np.linalg.norm(data, axis=1) / np.linalg.norm(q)
+    near = {int(m) for m in np.argsort(-cos)[:400]}
+    for round_ in range(3):
+        store.update_fields([fs(m, f"l{round_}") for m in sorted(near)])
+    assert store.superseded.hidden(store.table().version).size == 1200 and store.count() == n
+    for filters, passes in ((VectorFilters(), lambda m: True),
+                            (VectorFilters(account="work"), lambda m: account(m) == "work"),
+                            (VectorFilters(account="work", labels=("l2",)), lambda m: account(m) == "work" and m in near)):
+        for limit in (10, 100):
+            got = [h.chunk_id for h in store.search(q, filters, limit=limit)]
+            truth = [int(m) for m in np.lexsort((np.arange(n), -cos)) if passes(int(m))][:limit]
+            assert len(got) == len(set(got)) == limit
+            assert all(passes(m) for m in got)
+            assert len(set(got) & set(truth)) >= (limit if not ann else 0.95 * limit)
+    assert store.search(q, VectorFilters(labels=("l0",)), limit=10) == []  # superseded labels are not found
