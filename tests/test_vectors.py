@@ -782,6 +782,29 @@ def test_embedding_pass_covers_index_db_once_then_has_nothing_to_do(indexed: con
     assert not VectorStore(config_mod.resolve_data_dir(cfg)).has_index()  # 10,000 rows by default
 
 
+def test_an_unreadable_list_of_superseded_rows_degrades_search_until_the_pass_rebuilds(
+        indexed: config_mod.Config) -> None:
+    """Without superseded.npy no reader can tell which rows count: a search says so (the vector
+    side degraded, with the file and the fix), and the next pass builds vectors/ again."""
+    from oaken.search.vector_retriever import VectorRetriever
+
+    cfg = concept(indexed)
+    chunks = embedding.embed_pending(cfg).chunks
+    data_dir = config_mod.resolve_data_dir(cfg)
+    store = VectorStore(data_dir)
+    store.superseded.file.write_bytes(b"not an array")
+    result = VectorRetriever(cfg).retrieve("gas pipeline", VectorFilters(), want=5)
+    assert result.state == "error" and "superseded.npy" in result.warnings[0]
+    assert "builds vectors/ again" in result.warnings[0]
+    from oaken import api
+
+    api.set_triage(message_id_of(cfg, "enron-lay-business-2.eml"), priority=2, config=cfg)  # mail changes
+    report = embedding.embed_pending(cfg)
+    assert report.rebuilt and report.embedded == chunks and vectors.rebuilding(data_dir) is None
+    assert not store.superseded.file.exists()
+    assert VectorRetriever(cfg).retrieve("gas pipeline", VectorFilters(), want=5).state == "ok"
+
+
 def test_the_ann_threshold_is_a_setting(indexed: config_mod.Config) -> None:
     cfg = concept(indexed)
     cfg = dataclasses.replace(cfg, index=dataclasses.replace(cfg.index, vector_ann_min_rows=100))

@@ -43,6 +43,9 @@ def fragment_of(rowids: np.ndarray) -> np.ndarray:
 
 
 NOT_DELETED = 1 << 62
+# Without the file no reader can tell which rows count: vectors/ is built again (from the embed
+# cache, quickly), as for a table of another model.
+REBUILT = "the next embedding pass (`oaken reindex`, or the daemon once mail changes) builds vectors/ again"
 
 
 class SupersededRows:
@@ -75,12 +78,21 @@ class SupersededRows:
             found = np.load(self.file, allow_pickle=False)
         except FileNotFoundError:
             return np.zeros((0, 3), dtype=np.int64)
-        if found.ndim != 2 or found.shape[1] != 3:
-            raise ValueError(f"{self.file}: not a list of superseded rows; delete vectors/ and run `oaken reindex`")
+        except (OSError, ValueError, EOFError) as exc:
+            raise ValueError(f"{self.file}: cannot be read ({exc}); {REBUILT}") from exc
+        if found.ndim != 2 or found.shape[1] != 3 or found.dtype.kind not in "iu":
+            raise ValueError(f"{self.file}: not a list of superseded rows; {REBUILT}")
         found = found.astype(np.int64, copy=False)
         with self._lock:
             self._cache = (key, found)
         return found
+
+    def readable(self) -> bool:
+        try:
+            self.entries()
+        except ValueError:
+            return False
+        return True
 
     def hidden(self, version: int) -> np.ndarray:
         """The row addresses hidden from a reader at `version`, sorted (kept for the last version asked)."""

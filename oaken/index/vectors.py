@@ -229,14 +229,16 @@ class VectorStore(VectorUpkeep, VectorSearch):
         self, fp: Fingerprint, *, rebuild: bool = False, generation: str | None = None, reason: str = "asked for"
     ) -> bool:
         """Make sure the table exists for `fp` (and, given, the index.db `generation` whose chunk
-        ids its rows carry); a table of another fingerprint or generation, or with the columns of
-        another Oaken version, or any table with `rebuild` (for `reason`), is dropped, and the new
+        ids its rows carry); a table of another fingerprint or generation, with the columns of
+        another Oaken version or an unreadable superseded.npy, or any table with `rebuild` (for
+        `reason`), is dropped, and the new
         one marked as being rebuilt (REBUILDING_FILE). Returns True when a stale table was dropped."""
         dropped = False
         if self.exists():
             found = self.fingerprint()
             same = found == fp and self.table().schema.names == schema_of(fp).names
-            if not rebuild and same and (generation is None or self.generation() == generation):
+            readable = self.superseded.readable()
+            if not rebuild and same and readable and (generation is None or self.generation() == generation):
                 return False
             if rebuild:
                 why = reason
@@ -244,6 +246,8 @@ class VectorStore(VectorUpkeep, VectorSearch):
                 why = "vectors of another model or chunker"
             elif not same:
                 why = "made by another version of Oaken"
+            elif not readable:
+                why = f"{self.superseded.file.name}, which says which rows count, cannot be read"
             else:
                 why = "index.db was rebuilt"
             # said before the rows go, so no search takes the emptied table for a whole one
