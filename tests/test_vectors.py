@@ -1185,3 +1185,38 @@ def test_searches_among_many_superseded_rows_agree_with_brute_force(tmp_path: Pa
             assert all(passes(m) for m in got)
             assert len(set(got) & set(truth)) >= (limit if not ann else 0.95 * limit)
     assert store.search(q, VectorFilters(labels=("l0",)), limit=10) == []  # superseded labels are not found
+
+
+def test_every_pass_leaves_the_ann_index_covering_every_row(tmp_path: Path) -> None:
+    """Rows no ANN segment covers cost every search an allow list over each partition it visits
+    (179 against 43 ms at a million messages): a pass that appended rows ends by adding them as a
+    delta, and merges the newest small deltas once there are more than MAX_INDEX_DELTAS."""
+    from oaken.index import vector_upkeep
+
+    data = np.random.default_rng(6).standard_normal((700, 8)).astype(np.float32)
+    store = VectorStore(tmp_path, create=True, ann_min_rows=500, maintain_every=10**6)
+    store.ensure(FP)
+    store.insert({m: fields(m) for m in range(600)}, [ChunkVector(m, m, data[m]) for m in range(600)])
+    store.finish_pass(600)  # the first ANN index
+    assert store.has_index()
+
+    def uncovered() -> set[int]:
+        table = store.table()
+        index = next(i for i in table.describe_indices() if "vector" in i.field_names)
+        covered = {int(f) for seg in index.segments for f in seg.fragment_ids}
+        return {int(f.fragment_id) for f in table.get_fragments()} - covered
+
+    def segments() -> int:
+        return len(next(i for i in store.table().describe_indices() if "vector" in i.field_names).segments)
+
+    for i in range(12):  # a pass of new mail, then a triage: both append
+        ms = range(600 + 5 * i, 605 + 5 * i)
+        store.insert({m: fields(m) for m in ms}, [ChunkVector(m, m, data[m]) for m in ms])
+        store.finish_pass(5)
+        assert uncovered() == set() and segments() <= 1 + vector_upkeep.MAX_INDEX_DELTAS
+        store.update_fields([fields(600 + 5 * i, labels=(f"l{i}",))])
+        store.finish_pass(0)
+        assert uncovered() == set() and segments() <= 1 + vector_upkeep.MAX_INDEX_DELTAS
+    for m in (0, 601, 659):
+        assert store.search(data[m], limit=1)[0].chunk_id == m
+    assert len(store.search(data[0], limit=700)) == 660

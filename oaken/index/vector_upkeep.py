@@ -37,6 +37,14 @@ REBUILD_SHARE = 0.5
 # ~25 us a row plus the remap of the indexes over them (58.6 s for 1.26M rows at a million
 # messages): left as they are until SUPERSEDED_MAX_SHARE.
 MATERIALIZE_MAX_ROWS = 65_536
+# Rows no ANN index segment covers (appended since the last upkeep: new mail, a triage's new rows)
+# make Lance check every row of each partition a search visits against an allow list, as a
+# deleted row does: at a million messages a vector search took 179 ms with two such fragments and
+# 43 ms once a delta covered them, which took 0.11 s (docs/scale.md). So every pass that appended
+# rows ends by adding them to the index as a delta of their own (`cover_new_rows`), and once more
+# than MAX_INDEX_DELTAS deltas of at most this many rows each are the newest, merges those (a cost
+# of their few rows; bigger deltas are left to the upkeep's _bound_deltas).
+FOLD_MAX_ROWS = 4_096
 # A store opened with `upkeep_later` (the daemon's passes) leaves a maintenance that falls due to a
 # pass of its own once nothing has changed for a few seconds (IndexWorker): at a million messages
 # one costs 2-3 s, which a triage's pass paid every `maintain_every` writes. Past this many times
@@ -102,8 +110,9 @@ class VectorUpkeep:
         is due or many rows wait to be folded into it; else only the state summary. A pass that
         rewrote a few messages' fields (a triage) or added a few paid ~0.6 s for maintenance of a
         0.6-1.2 s triage at 100,000 messages; the upkeep every `maintain_every` writes (counted
-        across passes and processes in the state file) compacts, cleans up and folds new rows into
-        the ANN index, and unindexed rows are searched exactly meanwhile. With `upkeep_later` that
+        across passes and processes in the state file) compacts, cleans up and merges the ANN
+        index's deltas; meanwhile every pass adds its new rows as a delta (`cover_new_rows`). With
+        `upkeep_later` that
         counted maintenance and a due cleanup are left for a pass without it (DEFER_LIMIT); a
         first ANN index and a pass of many new rows are not, as no later pass may be quiet."""
         self.settle()  # before any commit below (oaken.index.vector_superseded)
@@ -112,6 +121,7 @@ class VectorUpkeep:
             return
         if self._maintenance_due():
             if self._deferring():
+                self.cover_new_rows()
                 self._write_state()  # the state file says it is due: a pass without upkeep_later does it
                 return
             self.maintain()
@@ -120,7 +130,39 @@ class VectorUpkeep:
             self.tidy()
         if self.count():
             self._ensure_key_indexes(self.table())  # a listing when they exist: milliseconds
+        self.cover_new_rows()
         self._write_state()
+
+    def cover_new_rows(self) -> None:
+        """Add the rows no segment of the ANN index covers to it, as a delta (see FOLD_MAX_ROWS):
+        milliseconds for a pass's few rows. Without an ANN index (a small mailbox, searched
+        exactly) nothing is done. A failure is logged: searches stay right, only slower."""
+        table = self.table()
+        indexes = table.describe_indices()
+        name = self._vector_index_name(indexes)
+        if name is None:
+            return
+        rows = {int(f.fragment_id): int(f.metadata.physical_rows) for f in table.get_fragments()}
+        segments = list(next(i for i in indexes if str(i.name) == name).segments)  # oldest first
+        covered = {int(i) for seg in segments for i in seg.fragment_ids}
+        if not set(rows) - covered:
+            return
+        small = 0
+        for seg in reversed(segments[1:]):  # the newest deltas, never the first segment
+            if _segment_rows(seg, rows) > FOLD_MAX_ROWS:
+                break
+            small += 1
+        merge = small if small >= MAX_INDEX_DELTAS else 0
+        if merge and self.upkeep_later and small < 3 * MAX_INDEX_DELTAS:
+            # a merge took 1-1.5 s at a million messages: the daemon's quiet upkeep does it
+            # (_bound_deltas), due from now on; a daemon never quiet merges past three times as many
+            merge, self._writes = 0, max(self._writes, self.maintain_every)
+        try:
+            table.optimize.optimize_indices(index_names=[name], num_indices_to_merge=merge)
+        except Exception as exc:  # Lance's own: the rows stay searched by the allow list
+            from oaken import log
+
+            log.get().warning("vector_index_cover_failed", path=str(self.path), error=f"{type(exc).__name__}: {exc}")
 
     def _maintenance_due(self) -> bool:
         return self._writes >= self.maintain_every
