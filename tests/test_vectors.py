@@ -17,7 +17,7 @@ from oaken import chunking
 from oaken import config as config_mod
 from oaken.daemon.index_worker import IndexWorker
 from oaken.errors import VectorUnavailable
-from oaken.index import coverage, embedding, indexer, vectors
+from oaken.index import coverage, embedding, indexer, vector_fragments, vectors
 from oaken.index.embedders import load_embedder
 from oaken.index.keyword import KeywordIndex
 from oaken.index.vector_rows import arrow_table
@@ -251,7 +251,7 @@ def test_a_field_change_deletes_no_row_and_the_upkeep_purges_where_cheap(tmp_pat
     and past SUPERSEDED_MAX_SHARE deletes those too and rewrites the big fragments."""
     from oaken.index import vector_upkeep
 
-    monkeypatch.setattr(vector_upkeep, "MATERIALIZE_MAX_ROWS", 100)  # the 600-row base counts as big
+    monkeypatch.setattr(vector_fragments, "MATERIALIZE_MAX_ROWS", 100)  # the 600-row base counts as big
     rng = np.random.default_rng(5)
     dim, base, recent = 16, 600, 40
     fp = Fingerprint("toy:16", dim, "1")
@@ -355,9 +355,8 @@ def test_a_fragment_holding_superseded_rows_is_never_compacted(tmp_path: Path,
     """Found by review: without an ANN index (or under one segment) Lance's compaction merges
     fragments freely, and a merged fragment's rows get new addresses: a superseded row would come
     back and its entry would hide nothing (or another row)."""
-    from oaken.index import vector_upkeep
 
-    monkeypatch.setattr(vector_upkeep, "MATERIALIZE_MAX_ROWS", 100)  # the 600-row fragment is big
+    monkeypatch.setattr(vector_fragments, "MATERIALIZE_MAX_ROWS", 100)  # the 600-row fragment is big
     data = np.random.default_rng(3).standard_normal((640, 8)).astype(np.float32)
     store = VectorStore(tmp_path, create=True, maintain_every=10**6, ann_min_rows=10**9)
     store.ensure(FP)
@@ -403,9 +402,8 @@ def test_a_small_fragment_the_base_index_covers_is_not_rewritten(tmp_path: Path,
     """Found by review: after a rebuild the base ANN segment covers recent fragments too, and
     Lance remaps every segment covering a rewritten fragment: the whole base index (~27 s at a
     million messages, and every searching process loads it again)."""
-    from oaken.index import vector_upkeep
 
-    monkeypatch.setattr(vector_upkeep, "MATERIALIZE_MAX_ROWS", 100)
+    monkeypatch.setattr(vector_fragments, "MATERIALIZE_MAX_ROWS", 100)
     data = np.random.default_rng(1).standard_normal((640, 16)).astype(np.float32)
     store = VectorStore(tmp_path, create=True, ann_min_rows=500, maintain_every=10**6)
     store.ensure(Fingerprint("toy:16", 16, "1"))
@@ -418,7 +416,7 @@ def test_a_small_fragment_the_base_index_covers_is_not_rewritten(tmp_path: Path,
         return [str(seg.uuid) for i in store.table().describe_indices() if "vector" in i.field_names for seg in i.segments]
 
     before = segments()
-    vector_upkeep._materialize_small(store.table(), [])
+    vector_fragments.materialize_small(store.table(), [])
     assert segments() == before
     assert [f.metadata.physical_rows for f in store.table().get_fragments() if f.metadata.deletion_file] == [40]
 
@@ -492,7 +490,7 @@ def test_a_big_first_delta_of_a_scalar_index_is_not_merged_again_and_again(tmp_p
         ds = lance.write_dataset(batch(added, n), uri, mode="append")
         added += n
         ds.optimize.optimize_indices(num_indices_to_merge=0)
-        vector_upkeep._bound_scalar_deltas(ds, ["id_idx", "account_idx"])
+        vector_fragments.bound_scalar_deltas(ds, ["id_idx", "account_idx"])
         written |= big_segments()
         assert all(len(i.segments) <= vector_upkeep.MAX_INDEX_DELTAS + 1 for i in ds.describe_indices())
     # each index: the big delta, then one whole merge once the deltas outgrew the first segment

@@ -1,4 +1,5 @@
-"""VectorStore's upkeep: its state summary, compaction, version cleanup and index builds."""
+"""VectorStore's upkeep: its state summary, compaction, version cleanup and index builds (what
+it does to the table's fragments and index segments is oaken.index.vector_fragments')."""
 
 from __future__ import annotations
 
@@ -11,6 +12,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from oaken.index.vector_files import STATE_FILE, write_json
+from oaken.index.vector_fragments import (
+    MAX_INDEX_DELTAS,
+    REBUILD_SHARE,
+    big_fragments,
+    bound_scalar_deltas,
+    compact,
+    fragment_rows,
+    materialize,
+    materialize_small,
+    segment_rows,
+    vector_index,
+)
 from oaken.index.vector_superseded import SUPERSEDED_MAX_SHARE, fragment_of
 
 if TYPE_CHECKING:
@@ -19,24 +32,6 @@ if TYPE_CHECKING:
 
 
 MAINTAIN_ROWS = 1_000  # new rows after which a pass ends with a maintenance (finish_pass)
-# Every maintenance that finds new rows adds them to the ANN index as a delta index of their own,
-# and a search visits each delta: ~5 ms more per delta at limit 10 (docs/scale.md), one delta a
-# day for a daemon that gets mail. Past this many, the deltas are merged into one (a cost of the
-# rows in them, not of the mailbox)...
-MAX_INDEX_DELTAS = 4
-# ...and once they hold this share of the rows the index was built over, it is built again over
-# all rows (its IVF partitions trained on the mail as it now is): geometric, so a mailbox that
-# grows pays a few whole builds in all.
-REBUILD_SHARE = 0.5
-# A deleted row anywhere in the table makes every ANN search build a bitset over every row of
-# each partition it visits (Lance's deletion mask): at a million messages 145 ms of a vector
-# search against 29-36 ms without (docs/scale.md). So a change supersedes rows instead of deleting
-# them (oaken.index.vector_superseded); the upkeep deletes superseded rows for real only in
-# fragments of at most this many rows, and rewrites, without their deleted rows, every such
-# fragment that holds one: recent mail, in a fraction of a second. Bigger fragments would cost
-# ~25 us a row plus the remap of the indexes over them (58.6 s for 1.26M rows at a million
-# messages): left as they are until SUPERSEDED_MAX_SHARE.
-MATERIALIZE_MAX_ROWS = 65_536
 # Rows no ANN index segment covers (appended since the last upkeep: new mail, a triage's new rows)
 # make Lance check every row of each partition a search visits against an allow list, as a
 # deleted row does: at a million messages a vector search took 179 ms with two such fragments and
@@ -138,18 +133,18 @@ class VectorUpkeep:
         milliseconds for a pass's few rows. Without an ANN index (a small mailbox, searched
         exactly) nothing is done. A failure is logged: searches stay right, only slower."""
         table = self.table()
-        indexes = table.describe_indices()
-        name = self._vector_index_name(indexes)
-        if name is None:
+        index = vector_index(table.describe_indices())
+        if index is None:
             return
-        rows = {int(f.fragment_id): int(f.metadata.physical_rows) for f in table.get_fragments()}
-        segments = list(next(i for i in indexes if str(i.name) == name).segments)  # oldest first
+        name = str(index.name)
+        rows = fragment_rows(table)
+        segments = list(index.segments)  # oldest first
         covered = {int(i) for seg in segments for i in seg.fragment_ids}
         if not set(rows) - covered:
             return
         small = 0
         for seg in reversed(segments[1:]):  # the newest deltas, never the first segment
-            if _segment_rows(seg, rows) > FOLD_MAX_ROWS:
+            if segment_rows(seg, rows) > FOLD_MAX_ROWS:
                 break
             small += 1
         merge = small if small >= MAX_INDEX_DELTAS else 0
@@ -209,37 +204,33 @@ class VectorUpkeep:
 
         The scalar indexes get deltas too: Lance's default merges the new rows into the newest
         segment, which is the whole table's until a delta exists (1.26 s of every upkeep at a
-        million messages, against 5 ms for the eight deltas); `_bound_scalar_deltas` keeps them
+        million messages, against 5 ms for the eight deltas); `bound_scalar_deltas` keeps them
         few."""
-        from lance.optimize import Compaction, CompactionOptions
-
         optimizer = table.optimize
         self._purge_superseded(table)
         # a fragment still holding superseded rows keeps its row addresses: never rewritten here
         keep = sorted({int(f) for f in fragment_of(self.superseded.hidden(table.latest_version))})
-        plan = Compaction.plan(table, CompactionOptions(excluded_fragment_ids=keep))
-        if plan.tasks:
-            Compaction.commit(table, [t.execute(table) for t in plan.tasks])
-        _materialize_small(table, keep)  # Compaction.commit moves `table` to the version it writes
+        compact(table, excluded_fragment_ids=keep)
+        materialize_small(table, keep)  # Compaction.commit moves `table` to the version it writes
         indexes = table.describe_indices()
         vector = self._vector_index_name(indexes)
         others = [str(i.name) for i in indexes if str(i.name) != vector]
         if others:
             optimizer.optimize_indices(index_names=others, num_indices_to_merge=0)
-            _bound_scalar_deltas(table, others)
+            bound_scalar_deltas(table, others)
         if vector is not None:
             optimizer.optimize_indices(index_names=[vector], num_indices_to_merge=0)
 
     def _purge_superseded(self, table: Any) -> None:
         """Delete for real the superseded rows (oaken.index.vector_superseded) of the fragments
-        the compaction may rewrite, which _materialize_small then rewrites without them; those of
+        the compaction may rewrite, which materialize_small then rewrites without them; those of
         the big fragments stay hidden, until they (with any row deleted there before) pass
         SUPERSEDED_MAX_SHARE of the table: then they go and their fragments are rewritten, a
         minute at a million messages. A failure is logged: they stay hidden, searches stay right."""
         hidden = self.superseded.hidden(table.latest_version)
         if not hidden.size:
             return
-        big = _big_fragments(table)
+        big = big_fragments(table)
         in_big = np.isin(fragment_of(hidden), sorted(big))
         deleted_big = sum(
             int(f.metadata.deletion_file.num_deleted_rows or 0)
@@ -262,7 +253,7 @@ class VectorUpkeep:
             )
             return
         if rewrite_big:
-            _materialize(table, set())  # every fragment holding a deleted row, the big ones too
+            materialize(table, set())  # every fragment holding a deleted row, the big ones too
 
     def _build_index(self, table: Any, *, replace: bool = False) -> None:
         from oaken.index import vectors  # its ANN build settings: read there, where they are tuned
@@ -289,10 +280,8 @@ class VectorUpkeep:
 
     def _vector_index_name(self, indexes: Any = None) -> str | None:
         """The ANN index's name, from `indexes` (a describe_indices() already read) or the table's."""
-        for i in self.table().describe_indices() if indexes is None else indexes:
-            if "vector" in i.field_names:
-                return str(i.name)
-        return None
+        index = vector_index(self.table().describe_indices() if indexes is None else indexes)
+        return None if index is None else str(index.name)
 
     def _bound_deltas(self, table: Any) -> dict[str, Any]:
         """Keeps the ANN index to at most MAX_INDEX_DELTAS deltas (see there): merges them, or
@@ -421,84 +410,3 @@ class VectorUpkeep:
 
     def size_bytes(self) -> int:
         return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file())
-
-
-def _big_fragments(table: Any) -> set[int]:
-    """Fragments of more than MATERIALIZE_MAX_ROWS rows and those an ANN index segment over more
-    than that many rows covers: rewriting one costs seconds to a minute (see there)."""
-    rows = {int(f.fragment_id): int(f.metadata.physical_rows) for f in table.get_fragments()}
-    big = {i for i, n in rows.items() if n > MATERIALIZE_MAX_ROWS}
-    for index in table.describe_indices():
-        if "vector" in index.field_names:
-            for segment in index.segments:
-                if _segment_rows(segment, rows) > MATERIALIZE_MAX_ROWS:
-                    big.update(int(i) for i in segment.fragment_ids)
-    return big
-
-
-def _materialize_small(table: Any, keep: list[int]) -> None:
-    """Rewrite, without their deleted rows, the fragments of at most MATERIALIZE_MAX_ROWS rows
-    that hold any (see there). Left out (`excluded_fragment_ids`, which also keeps a plan's task
-    from mixing them with small ones): `keep` (fragments holding superseded rows), bigger
-    fragments, and those an ANN index segment over more than that many rows covers, since Lance
-    remaps every segment covering a rewritten fragment (the base index at a million messages:
-    ~27 s, and every searching process loads it again). Nothing is done while a left-out fragment
-    holds a deleted row: searches keep their bitset anyway. A failure is logged: searches stay
-    right, only slower."""
-    fragments = {int(f.fragment_id): f.metadata for f in table.get_fragments()}
-    if not any(f.deletion_file is not None for f in fragments.values()):
-        return
-    left_out = _big_fragments(table) | set(keep)
-    if any(fragments[i].deletion_file is not None for i in left_out if i in fragments):
-        return
-    _materialize(table, left_out)
-
-
-def _materialize(table: Any, left_out: set[int]) -> None:
-    """Rewrite the fragments holding deleted rows but those `left_out`, without those rows."""
-    from lance.optimize import Compaction, CompactionOptions
-
-    try:
-        options = CompactionOptions(
-            materialize_deletions=True, materialize_deletions_threshold=0.0, excluded_fragment_ids=sorted(left_out)
-        )
-        plan = Compaction.plan(table, options)
-        if plan.tasks:
-            Compaction.commit(table, [t.execute(table) for t in plan.tasks])
-    except Exception as exc:  # Lance's own: the deleted rows stay, searches still right
-        from oaken import log
-
-        log.get().warning("vector_fragment_rewrite_failed", error=f"{type(exc).__name__}: {exc}")
-
-
-def _bound_scalar_deltas(table: Any, names: list[str]) -> None:
-    """Keeps each scalar index to at most MAX_INDEX_DELTAS deltas beside its first segment: past
-    that the deltas are merged into one (a cost of their rows: 8-14 ms at a million messages;
-    Lance merges the newest segments and leaves the oldest alone), and once they hold
-    REBUILD_SHARE of the oldest segment's rows, every segment is (a cost of the table's,
-    geometric as the mailbox grows). Measured against the oldest, not the biggest: a big first
-    delta (a long first pass) would otherwise be merged again every few upkeeps, found by
-    review. A failure is logged: filtered searches stay right, only slower."""
-    rows = {int(f.fragment_id): int(f.metadata.physical_rows) for f in table.get_fragments()}
-    by_merge: dict[int, list[str]] = {}
-    for index in table.describe_indices():
-        name = str(index.name)
-        segments = list(index.segments)  # oldest first
-        if name not in names or len(segments) <= MAX_INDEX_DELTAS + 1:
-            continue
-        sizes = [_segment_rows(seg, rows) for seg in segments]
-        merge = len(segments) if sum(sizes[1:]) > REBUILD_SHARE * sizes[0] else len(segments) - 1
-        by_merge.setdefault(merge, []).append(name)
-    for merge, group in by_merge.items():
-        try:
-            table.optimize.optimize_indices(index_names=group, num_indices_to_merge=merge)
-        except Exception as exc:  # Lance's own: the deltas stay
-            from oaken import log
-
-            log.get().warning("scalar_index_merge_failed", indexes=group, error=f"{type(exc).__name__}: {exc}")
-
-
-def _segment_rows(segment: Any, rows: dict[int, int]) -> int:
-    """Rows of the fragments an index segment covers (`rows`: fragment id -> physical rows; a
-    fragment compaction removed counts 0)."""
-    return sum(rows.get(int(i), 0) for i in segment.fragment_ids)
