@@ -139,7 +139,7 @@ class IndexConfig:
     weight_body: float = 1.0
     weight_quoted: float = 0.2
     weight_attachments: float = 1.0
-    # vectors/ (LanceDB): brute force below this many chunks, an IVF-HNSW-SQ index from here on;
+    # vectors/ (LanceDB): brute force below this many chunks, an IVF_RQ index from here on;
     # and how long a superseded version is kept for readers still on it before cleanup.
     vector_ann_min_rows: int = 10_000  # at 10k chunks: brute force ~20 ms a query, the index ~4 ms
     vector_retention_seconds: float = 60.0

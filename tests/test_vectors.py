@@ -590,6 +590,34 @@ def test_maintenance_keeps_the_ann_partitions_and_adds_new_rows_as_a_delta(
     assert [h.chunk_id for h in hits] == np.argsort(-(data @ data[base + 50]), kind="stable")[:5].tolist()
 
 
+def test_an_index_of_another_type_is_built_again_as_ivf_rq(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store from before IVF_RQ holds an IVF-HNSW-SQ index (a 2 GB graph at a million messages,
+    recall 0.957 there): the next maintenance builds it again as vectors.ANN_INDEX_TYPE, once,
+    and searches give the exact nearest chunks before and after."""
+    rng = np.random.default_rng(11)
+    dim, n = 16, 1500
+    data = rng.standard_normal((n, dim)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    store = VectorStore(tmp_path, create=True, ann_min_rows=500, retention_seconds=0.0)
+    store.ensure(Fingerprint("toy:16", dim, "1"))
+    store.upsert({m: fields(m) for m in range(n)}, [ChunkVector(m, m, data[m]) for m in range(n)])
+    store.table().create_index("vector", index_type="IVF_HNSW_SQ", metric="cosine", num_partitions=1)
+
+    def kind() -> str:
+        return str(store.table().stats.index_stats(store._vector_index_name())["index_type"])
+
+    def nearest(i: int) -> list[int]:
+        return [h.chunk_id for h in store.search(data[i], limit=5)]
+
+    exact = {i: np.argsort(-(data @ data[i]), kind="stable")[:5].tolist() for i in (3, 700, 1400)}
+    assert kind() == "IVF_HNSW_SQ" and store._index_outdated()
+    assert "index_rebuilt" not in store.maintain(index=False)  # a pass's mid-way maintenance builds nothing
+    assert "index_rebuilt" in store.maintain()
+    assert kind() == vectors.ANN_INDEX_TYPE and not store._index_outdated()
+    assert {i: nearest(i) for i in exact} == exact
+    assert "index_rebuilt" not in store.maintain()  # once
+
+
 READER = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path

@@ -88,9 +88,7 @@ class VectorSearch:
             if filters.selective:
                 nearest["use_index"] = False
             else:
-                nearest["ef"] = max(vectors.ANN_EF, 2 * k)
-                if vectors.ANN_NPROBES is not None:
-                    nearest["nprobes"] = vectors.ANN_NPROBES
+                nearest["nprobes"] = vectors.ann_nprobes(int(table.count_rows()))
             # _distance is not used (the cosine is computed in `search`), but leaving it out makes
             # Lance warn on every search
             found = table.to_table(

@@ -174,6 +174,10 @@ class VectorUpkeep:
         if index and not out["indexed"] and self.count() >= self.ann_min_rows:
             self._build_index(table)
             out["indexed"] = True
+        elif index and out["indexed"] and self._index_outdated():
+            t = time.monotonic()
+            self._build_index(table, replace=True)
+            out["index_rebuilt"] = round(time.monotonic() - t, 3)
         if self.count():
             self._ensure_key_indexes(table)
         self._writes = 0
@@ -261,14 +265,23 @@ class VectorUpkeep:
         rows = self.count()
         table.create_index(
             "vector",
-            index_type="IVF_HNSW_SQ",
+            index_type=vectors.ANN_INDEX_TYPE,
             metric="cosine",
             replace=replace,
             num_partitions=vectors.ann_partitions(rows),
-            m=vectors.ANN_M,
-            ef_construction=vectors.ANN_EF_CONSTRUCTION,
+            num_bits=vectors.ANN_NUM_BITS,
         )
         self._ann_base_rows = rows
+
+    def _index_outdated(self) -> bool:
+        """Whether the ANN index is of another type than vectors.ANN_INDEX_TYPE: a store from
+        before IVF_RQ holds an IVF-HNSW-SQ index, built again once by the next maintenance."""
+        from oaken.index import vectors
+
+        name = self._vector_index_name()
+        if name is None:
+            return False
+        return str(self.table().stats.index_stats(name).get("index_type")) != vectors.ANN_INDEX_TYPE
 
     def index_deltas(self) -> tuple[int, int] | None:
         """(delta indexes beside the first, rows indexed) of the ANN index; None without one."""

@@ -32,6 +32,7 @@ versions of roughly the last two retention periods plus at most `maintain_every`
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import threading
@@ -80,13 +81,32 @@ TABLE = "chunks"
 # reads no index statistics: take the new behaviour, and keep `oaken reindex` and the daemon's
 # log free of it. Read by LanceDB when it optimizes, so setting it before any use is enough.
 os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
+# Lance's own log (Rust, to stderr) warns while building an IVF_RQ index of a mailbox's size that
+# k-means left some of its small sub-clusters empty: nothing a user can act on, printed into
+# `oaken reindex`'s output and the daemon's journal. Errors still show; Oaken logs its own.
+os.environ.setdefault("LANCE_LOG", "error")
 # Defaults; [index] settings of the same names override them (see `store_settings`).
-ANN_MIN_ROWS = 10_000  # brute force below (exact; ~20 ms at 10k with prefilters), IVF-HNSW-SQ above (~4 ms)
+ANN_MIN_ROWS = 10_000  # brute force below (exact; ~20 ms at 10k with prefilters), the ANN index above (~4 ms)
 RETENTION_SECONDS = 60.0  # a version outlives its successor by this long: longer than any search
 MAINTAIN_EVERY = 20  # writes between compactions
-# HNSW search beam (ignored by brute force). 300 holds message recall@10 >= 0.99 up to 100k chunks
-# but gives 0.90 at 1M; 1000 gives 0.96 there for 1-2 ms at limit 10 (docs/ann-recall.md).
-ANN_EF = 1000
+# The ANN index: about sqrt(rows) IVF partitions, each row a RaBitQ code of ANN_NUM_BITS bits a
+# dimension (IVF_RQ), a search scanning the partitions nearest the query (ann_nprobes), whose
+# candidates are re-scored exactly from the stored vectors (ANN_REFINE). On 1M chunks made from
+# real MiniLM vectors it found 0.987 of the exact top 10 messages (text questions) at the speed of
+# the IVF-HNSW-SQ index it replaced (one graph of up to 1M rows, M = 32, ef 1,000: 0.957), built
+# in 121 s against 733 s, in 266 MB against 731 MB, and holds no graph in memory (~2 GB resident
+# at 3.5M rows). Small partitions also bound what Lance's row mask costs a search (each row of
+# each partition visited is checked when any row is deleted or outside the index): a fifth of
+# the table, against all of it. docs/ann-recall.md.
+ANN_INDEX_TYPE = "IVF_RQ"
+ANN_NUM_BITS = 5  # 1 bit: 0.84-0.93 at 1M whatever nprobes (refine 4 included)
+# Partitions a query visits: at least ANN_NPROBES_MIN, and ANN_PROBE_SHARE of them. At 1M chunks
+# (1,000 partitions) 100 gave 0.956 and 200 gave 0.987; at 3.5M (1,876) 200 gave 0.973 and 300
+# 0.983, so a fixed count loses recall as the partitions multiply (docs/ann-recall.md).
+ANN_NPROBES_MIN = 200
+ANN_PROBE_SHARE = 0.2
+# A fixed count instead (benchmarks set it); None: ann_nprobes.
+ANN_NPROBES: int | None = None
 # Candidates fetched from the ANN index per chunk asked for, then re-scored exactly from the stored
 # vectors (see VectorStore.search): the index ranks by quantized vectors, so its order near the
 # cut is loose.
@@ -95,24 +115,20 @@ ANN_REFINE = 2
 # against 13 ms from 500 (Enron, 23k chunks), and past the first hundred the order near the cut
 # no longer moves a page (docs/ann-recall.md: page recall alike at refine 1 and 2)
 ANN_REFINE_MAX_EXTRA = 64
-# IVF partitions a query visits at most: 20, what LanceDB asked Lance for (pylance's own default
-# visits every partition; the same up to 20, ann_partitions' count up to ~21M rows). None: pylance's.
-ANN_NPROBES: int | None = 20
-# HNSW build beam. 64 left nodes unreachable (3 of 1,500 real chunks not found by their own vector;
-# text recall@10 stuck near 0.98 at any ef); 150 gives 0.989-0.993 for 1.2-1.6 s more build at
-# 23k chunks; LanceDB's 300 gives 0.994 (docs/ann-recall.md).
-ANN_EF_CONSTRUCTION = 150
-# HNSW links per node. LanceDB's 20 left text page recall@10 at 0.939 on 1M chunks (0.997 real,
-# 0.998 100k); 32 gives 0.957 / 1.000 / 1.000 for 1.4x the build time and ~5 % more disk; 64
-# gives 0.969 at 1M for 3.7x the build (docs/ann-recall.md).
-ANN_M = 32
 
 
-def ann_partitions(rows: int) -> int | None:
-    """IVF partitions for an index over `rows` vectors: one graph up to 1,048,576 rows (LanceDB's
-    own default for IVF_HNSW_SQ, pinned). More partitions cost recall at 100k and 1M whatever
-    nprobes (docs/ann-recall.md); past ~1M rows untested."""
-    return max(1, -(-rows // 1_048_576))
+def ann_partitions(rows: int) -> int:
+    """IVF partitions for an index over `rows` vectors: about sqrt(rows), so a partition holds
+    about as many rows as there are partitions (docs/ann-recall.md: rows/4096, 244 partitions at 1M
+    chunks, needed 100 of them scanned for 0.98, twice the rows sqrt's 200 read)."""
+    return max(1, round(math.sqrt(rows)))
+
+
+def ann_nprobes(rows: int) -> int:
+    """Partitions a search of an index over about `rows` vectors visits (see ANN_NPROBES_MIN)."""
+    if ANN_NPROBES is not None:
+        return ANN_NPROBES
+    return max(ANN_NPROBES_MIN, round(ann_partitions(rows) * ANN_PROBE_SHARE))
 
 
 class VectorStore(VectorUpkeep, VectorSearch):
