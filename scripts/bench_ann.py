@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of the vector store's ANN path (IVF-HNSW-SQ + exact re-scoring) on real MiniLM vectors.
+"""Benchmark of the vector store's ANN path (IVF_RQ + exact re-scoring) on real MiniLM vectors.
 
 Why: `VectorStore.search` trusts LanceDB's index past `ann_min_rows`; this measures what that
 costs in recall against exact search, and what the index parameters buy in query time, at the
@@ -19,8 +19,8 @@ sizes a mailbox reaches, so the constants in oaken/index/vectors.py are chosen b
    pass's window) and one `maintain()`, which builds the index past ann_min_rows (10,000, as in the
    product). The inserted store is kept under --work and copied for each build setting, so the
    build time is `maintain()` alone.
-4. Per build setting (num_partitions rule, ef_construction) and query setting (nprobes, ef,
-   refine; module constants of oaken.index.vectors patched in this process), per query set:
+4. Per build setting (num_partitions rule, RaBitQ bits) and query setting (nprobes, refine;
+   module constants of oaken.index.vectors patched in this process), per query set:
    message recall@10 of a 10-message vector page (limit 30, doubled while the chunks collapse to
    fewer than 10 messages, up to 500, as vector_retriever does), of a limit-500 search's top 10 (a
    hybrid search's candidates), chunk recall@10 of a limit-10 search, all against exact numpy
@@ -29,13 +29,12 @@ sizes a mailbox reaches, so the constants in oaken/index/vectors.py are chosen b
    (maintain()); disk size of vectors/.
 
     .venv/bin/python scripts/bench_ann.py [--work DIR] [--sizes real,100k,1m] [--sweep-sizes 100k]
-        [--partitions default,1,n/4096] [--nprobes default] [--ef 100,300] [--refine 1,2,4]
-        [--settings 'parts=1,efc=64,nprobes=default,ef=300,refine=2'] [--queries text,neardup]
+        [--partitions sqrt,n/4096] [--bits 5] [--nprobes 100,200] [--refine 1,2]
+        [--settings 'parts=sqrt,bits=5,nprobes=200,refine=2'] [--queries text,neardup]
         [--sigma 0.025] [--keep-index] [--prepare]
 
-The full grid (--partitions x --ef-construction x --nprobes x --ef x --refine) runs on
---sweep-sizes; the other sizes run only --settings (the candidates to confirm). A 1M build takes
-~14 min on 2 loaded cores: `--prepare` makes the inserted stores alone, `--keep-index` keeps each
+The full grid (--partitions x --bits x --nprobes x --refine) runs on --sweep-sizes; the other
+sizes run only --settings (the candidates to confirm). A 1M build takes ~2 min on 2 loaded cores: `--prepare` makes the inserted stores alone, `--keep-index` keeps each
 built index under --work and reuses it for later query settings. Prints a table and
 the settings that meet the target (message recall@10 >= 0.98 on every size and query set), fastest
 first; writes every figure to --work/results-<sizes>.json. Asserts nothing. Figures: docs/ann-recall.md.
@@ -126,11 +125,10 @@ QUERIES = [
 
 @dataclass(frozen=True)
 class Build:
-    """The index build: IVF partitions as a rule of the row count, and the HNSW build beam."""
+    """The index build: IVF partitions as a rule of the row count, and RaBitQ's bits a dimension."""
 
     parts: str  # "default" (LanceDB's), "sqrt", an integer, or "n/K" (rows / K, at least 1)
-    efc: int
-    m: int = 20  # HNSW links per node
+    bits: int = 5
 
     def partitions(self, rows: int) -> int | None:
         if self.parts == "default":
@@ -142,7 +140,7 @@ class Build:
         return int(self.parts)
 
     def label(self) -> str:
-        return f"parts={self.parts},efc={self.efc}" + (f",m={self.m}" if self.m != 20 else "")
+        return f"parts={self.parts},bits={self.bits}"
 
 
 @dataclass(frozen=True)
@@ -150,11 +148,10 @@ class Query:
     """The search-time constants of oaken.index.vectors."""
 
     nprobes: int | None
-    ef: int
     refine: int
 
     def label(self) -> str:
-        return f"nprobes={'default' if self.nprobes is None else self.nprobes},ef={self.ef},refine={self.refine}"
+        return f"nprobes={'default' if self.nprobes is None else self.nprobes},refine={self.refine}"
 
 
 @dataclass
@@ -375,8 +372,7 @@ def build(base: Path, dest: Path, b: Build, keep: bool = False) -> tuple[Any, fl
         return store, float(json.loads(marker.read_text())["seconds"]), b.partitions(store.count())
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(base, dest)
-    V.ANN_EF_CONSTRUCTION = b.efc
-    V.ANN_M = b.m
+    V.ANN_NUM_BITS = b.bits
     V.ann_partitions = b.partitions
     store = V.VectorStore(dest, retention_seconds=0.0)
     start = time.perf_counter()
@@ -404,7 +400,7 @@ def measure(store: Any, queries: np.ndarray, truth: Truth, q: Query) -> dict[str
     """Recall and warm latency of store.search under `q` for one query set."""
     import oaken.index.vectors as V
 
-    V.ANN_NPROBES, V.ANN_EF, V.ANN_REFINE = q.nprobes, q.ef, q.refine
+    V.ANN_NPROBES, V.ANN_REFINE = q.nprobes, q.refine
     for v in queries[:10]:
         store.search(v, limit=10)  # warm this setting's path
     times: dict[int | str, list[float]] = {k: [] for k in (*LIMITS, "page")}
@@ -452,9 +448,9 @@ def _settings(text: str) -> list[tuple[Build, Query]]:
     out = []
     for item in filter(None, (s.strip() for s in text.split(";"))):
         kv = dict(part.split("=", 1) for part in item.split(","))
-        out.append((Build(kv.get("parts", "default"), int(kv.get("efc", 64)), int(kv.get("m", 20))),
+        out.append((Build(kv.get("parts", "sqrt"), int(kv.get("bits", 5))),
                     Query(None if kv.get("nprobes", "default") == "default" else int(kv["nprobes"]),
-                          int(kv.get("ef", 300)), int(kv.get("refine", 2)))))
+                          int(kv.get("refine", 2)))))
     return out
 
 
@@ -486,13 +482,12 @@ def main() -> None:
     ap.add_argument("--sweep-sizes", default="100k", help="sizes on which the full grid runs (none: only --settings)")
     ap.add_argument("--queries", default="text,neardup", help="query sets: text, neardup")
     ap.add_argument("--neardup", type=int, default=150, help="near-duplicate queries")
-    ap.add_argument("--partitions", default="default,1,n/16384,n/4096,sqrt",
+    ap.add_argument("--partitions", default="sqrt,n/4096",
                     help="grid: partition rules (default = LanceDB's; sqrt; N; n/K = rows/K)")
-    ap.add_argument("--ef-construction", default="64", help="grid: HNSW build beams")
-    ap.add_argument("--nprobes", default="default", help="grid: 'default' (LanceDB's) or counts")
-    ap.add_argument("--ef", default="100,300", help="grid: search beams (the search uses max(ef, 2 x fetched))")
-    ap.add_argument("--refine", default="1,2,4", help="grid: candidates fetched per chunk asked for")
-    ap.add_argument("--settings", default="parts=default,efc=64,nprobes=default,ef=300,refine=2",
+    ap.add_argument("--bits", default="5", help="grid: RaBitQ bits a dimension")
+    ap.add_argument("--nprobes", default="50,100,200", help="grid: 'default' (LanceDB's) or counts")
+    ap.add_argument("--refine", default="1,2", help="grid: candidates fetched per chunk asked for")
+    ap.add_argument("--settings", default="parts=sqrt,bits=5,nprobes=200,refine=2",
                     help="';'-separated settings run on every size (the candidates to confirm)")
     ap.add_argument("--sigma", type=float, default=0.025, help="synthetic noise per dimension")
     ap.add_argument("--query-sigma", type=float, default=0.01, help="near-duplicate query noise per dimension")
@@ -518,9 +513,9 @@ def main() -> None:
     probe = rng.choice(len(vectors), 400, replace=False)
     real_nn = nn_cosines(vectors, messages, probe)
 
-    grid_builds = [Build(p, e) for p in _list(args.partitions, str) for e in _list(args.ef_construction, int)]
-    grid_queries = [Query(None if n == "default" else int(n), ef, r)
-                    for n in _list(args.nprobes, str) for ef in _list(args.ef, int) for r in _list(args.refine, int)]
+    grid_builds = [Build(p, b) for p in _list(args.partitions, str) for b in _list(args.bits, int)]
+    grid_queries = [Query(None if n == "default" else int(n), r)
+                    for n in _list(args.nprobes, str) for r in _list(args.refine, int)]
     confirm = _settings(args.settings)
     sweep = {_size(s) for s in args.sweep_sizes.split(",") if s.strip() and s.strip() != "none"}
     rows: list[Row] = []
@@ -571,7 +566,7 @@ def main() -> None:
             if parts is None and stats:
                 meta["sizes"][name].setdefault("index_stats", {})[b.label()] = stats
             for q in queries:
-                if parts == 1 and q.nprobes not in (None,) and any(x.nprobes is None and x.ef == q.ef
+                if parts == 1 and q.nprobes not in (None,) and any(x.nprobes is None
                                                                  and x.refine == q.refine for x in queries):
                     continue  # one partition: nprobes changes nothing
                 for qname, qv in qsets.items():

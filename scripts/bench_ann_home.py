@@ -1,5 +1,5 @@
 """Vector search in a built home (e.g. bench_scale.py --vectors): latency and recall against exact search, per
-setting (nprobes, ef). usage: scripts/bench_ann_home.py VECTORS_PARENT_DATA_DIR [--settings 'np=None,ef=1000;np=2,ef=1000']"""
+setting (nprobes, refine). usage: scripts/bench_ann_home.py VECTORS_PARENT_DATA_DIR [--settings 'np=None;np=300,refine=2'] (np=None: the product's rule)"""
 from pathlib import Path
 import argparse, json, statistics, sys, time
 
@@ -12,14 +12,14 @@ from oaken.index.concept import ConceptEmbedder  # noqa
 
 ap = argparse.ArgumentParser()
 ap.add_argument("data_dir", type=Path)
-ap.add_argument("--settings", default="np=None,ef=1000")
+ap.add_argument("--settings", default="np=None")
 ap.add_argument("--truth", type=Path, default=None)
 ap.add_argument("--limits", default="10,150,500")
 a = ap.parse_args()
 
 store = V.VectorStore(a.data_dir, retention_seconds=0.0)
 t = store.table()
-print("rows", store.count(), "indexes", [(i.name, i.index_type) for i in t.describe_indices()], flush=True)
+print("rows", store.count(), "indexes", [i.name for i in t.describe_indices()], flush=True)
 try:
     st = t.stats.index_stats("vector_idx"); print("stats", st)
 except Exception as e:
@@ -59,7 +59,6 @@ nq = len(B.QUERIES)
 for setting in a.settings.split(";"):
     kv = dict(p.split("=") for p in setting.split(","))
     V.ANN_NPROBES = None if kv.get("np", "None") == "None" else int(kv["np"])
-    V.ANN_EF = int(kv.get("ef", 1000))
     V.ANN_REFINE = int(kv.get("refine", 2))
     for v in queries[:5]:
         store.search(v, limit=10)
@@ -78,3 +77,5 @@ for setting in a.settings.split(";"):
             out[f"{kind}@{k}"] = (round(statistics.median(times[kind]), 1), round(float(np.percentile(times[kind], 95)), 1),
                                   round(float(np.mean(rec[kind])), 3), round(float(np.min(rec[kind])), 2))
     print(setting, json.dumps(out), flush=True)
+rss = next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmRSS"))
+print("process RSS after the searches", round(rss / 1024), "MB", flush=True)

@@ -16,7 +16,7 @@ same chunks, and vector search at 100k chunks with and without the ANN index.
    first use into the temp data dir; --models DIR reuses an earlier export (a data dir's models/).
 2. Search. 100k synthetic unit vectors in 384 dimensions (clustered like real embeddings:
    500 centres, noise around them) in a real VectorStore: p50/p95 of a query by brute force,
-   the IVF-HNSW-SQ build time, p50/p95 through the index, recall@10 of the index against brute
+   the ANN index's build time, p50/p95 through the index, recall@10 of the index against brute
    force, and both with a selective date prefilter.
 
     .venv/bin/python scripts/bench_embed.py [--messages 400] [--rounds 2] [--backend auto] [--models DIR]
