@@ -89,6 +89,7 @@ class VectorSearch:
                 nearest["use_index"] = False
             else:
                 nearest["nprobes"] = vectors.ann_nprobes(int(table.count_rows()))
+                nearest["ef"] = max(vectors.ANN_EF, 2 * k)
             # _distance is not used (the cosine is computed in `search`), but leaving it out makes
             # Lance warn on every search
             found = table.to_table(
