@@ -427,6 +427,30 @@ def test_token_lookup_by_rowid_or_by_doclist_agrees(home: Path, monkeypatch: pyt
         assert {t for held in answers[0].values() for t in held} == {"enron", "stock option", "dabhol", "accentue"}
 
 
+def test_details_walked_or_looked_up_agree(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ranked chunk's snippet, columns and phrases are read by walking the match once (few
+    matches, or an OR of words) or by looking each chunk up by rowid: both ways must give the same,
+    for words, an OR, an AND, a phrase and a subject filter."""
+    from oaken.index.keyword import KeywordFilters, KeywordIndex
+
+    cases = [('"stock"', KeywordFilters()), ('"stock" OR "invoice" OR "dabhol"', KeywordFilters()),
+             ('"stock" AND "option"', KeywordFilters()), ('"stock option"', KeywordFilters()),
+             ('"enron"', KeywordFilters(subject_terms=("invoice",))), ('"enron"', KeywordFilters(account=ACCOUNT))]
+    walked: list[bool] = []
+    with KeywordIndex(home) as index:
+        real = index._walk
+        monkeypatch.setattr(index, "_walk", lambda *a: walked.append(real(*a)) or walked[-1])
+        answers = []
+        for ratio in (0, 10**9):  # never walk (every chunk looked up) / walk whenever it may
+            monkeypatch.setattr(index, "WALK_RATIO", ratio)
+            monkeypatch.setattr(index, "WALK_RATIO_WORDS", ratio)
+            answers.append({(m, f): index.query(m, f, 3) for m, f in cases})
+    assert answers[0] == answers[1]
+    assert all(answers[0].values()) and any(h.snippet for hits in answers[0].values() for h in hits)
+    assert any(h.phrases and h.columns for hits in answers[0].values() for h in hits)
+    assert walked == [False] * len(cases) + [True] * len(cases)
+
+
 def test_a_lookup_finds_words_in_different_chunks_of_one_message(own_search_mailbox: Path) -> None:
     cfg = config_for(own_search_mailbox)
     api.import_mail([DATA / "long"], account=ACCOUNT, config=cfg)

@@ -36,7 +36,7 @@ class Ranked:
     strong: bool  # holds every graded clause of the query (for low_confidence)
     chunks: tuple[MatchedChunk, ...] = ()  # its other chunks that matched
     chunk: int = 0  # its best chunk (keyword side)
-    described: bool = True  # False: snippets and columns left for `describe` (a list read deep)
+    described: bool = True  # False: snippet and columns left for `describe` (the page's only)
     holds_exact: bool = True  # holds every identifier and phrase of the query (for low_confidence)
 
 
@@ -99,18 +99,19 @@ def keyword(
 ) -> RetrieverResult:
     """The best `want` messages for the query's words (fewer when fewer match). Without `details`
     (a list read far deeper than the page shown) a lookup's chunks are not looked up again for
-    snippets and columns: `describe` fills them for the page. A question's graded order needs them."""
+    which words and columns they hold; a question's graded order needs them. Snippets are never
+    read here: `describe` reads the page's (the entries are left `described=False`)."""
     start = time.perf_counter()
     lazy = not details and not plan.question
-    # a question's deep list: its order needs which words each chunk holds, not snippets (the
-    # page's are read by `describe`): 100 snippets cost 146 ms of a 3-word question at 10k messages
-    bare = not details and plan.question
+    # Reading snippets for every chunk a round ranks cost 146 ms of a 3-word question at 10k
+    # messages, and 0.4 s of a lookup whose words lie in different chunks (`_spread` widening to
+    # 500 chunks, a snippet each, every round); the page needs ten.
     cons = as_of(cons, store, index.seq())
     asked = min(max(want * cfg.overfetch, want, 1), max(cfg.max_candidates, want))
     rounds = 0
     while True:
         rounds += 1
-        hits, exhausted = _query(index, plan.expression, cons, asked, details=not lazy, snippets=not bare)
+        hits, exhausted = _query(index, plan.expression, cons, asked, details=not lazy)
         candidates = [c for c in _collapse(hits, plan, every=lazy) if len(c.held) >= plan.required]
         kept = set(cons.admit(index, store, [c.message for c in candidates], phrases_checked=True))
         admitted = [c for c in candidates if c.message in kept]
@@ -130,7 +131,6 @@ def keyword(
             cfg,
             {c.message for c in admitted},
             details=not lazy,
-            snippets=not bare,
         )
     ranked = tuple(
         Ranked(
@@ -142,12 +142,11 @@ def keyword(
                 _holds(c, total)
                 + (" in one chunk" if i <= len(admitted) else " across its chunks")
                 + f"; bm25 {c.best.score:.2f}"
-                + ("" if lazy or bare else _columns(c.best.columns))  # `describe` adds them
             ),
             strong=len(c.held) >= total,
             chunks=tuple(MatchedChunk(h.chunk, "keyword", h.snippet) for h in c.others),
             chunk=c.best.chunk,
-            described=not lazy and not bare,
+            described=False,  # `describe` adds the snippet and the columns for the page
             holds_exact=plan.exact_clauses <= c.held,
         )
         for i, c in enumerate([*admitted, *spread], start=1)
@@ -161,7 +160,7 @@ def keyword(
 
 
 def describe(index: KeywordIndex, plan: MatchPlan, cons: Constraints, ranked: Sequence[Ranked]) -> dict[int, Ranked]:
-    """The page's entries of a list read without details, with their snippets and columns."""
+    """The page's keyword entries with their snippets and columns, which the list leaves out."""
     todo = [r for r in ranked if not r.described]
     if not todo:
         return {}
@@ -209,15 +208,15 @@ def past_the_list(index: KeywordIndex, plan: MatchPlan, messages: Sequence[int],
 
 
 def _query(
-    index: KeywordIndex, match: str, cons: Constraints, asked: int, *, details: bool, snippets: bool = True
+    index: KeywordIndex, match: str, cons: Constraints, asked: int, *, details: bool
 ) -> tuple[list[KeywordChunkHit], bool]:
-    """The best `asked` chunks within the filters, and whether fewer matched. With `cons.side` (the
-    messages changed since index.db was written, without its copy of labels: filters.as_of) both
-    lists are merged by score, so a label set a moment ago finds its messages."""
-    hits = index.query(match, cons.index, asked, details=details, snippets=snippets)
+    """The best `asked` chunks within the filters (no snippets), and whether fewer matched. With
+    `cons.side` (the messages changed since index.db was written, without its copy of labels:
+    filters.as_of) both lists are merged by score, so a label set a moment ago finds its messages."""
+    hits = index.query(match, cons.index, asked, details=details, snippets=False)
     if cons.side is None:
         return hits, len(hits) < asked
-    extra = index.query(match, cons.side, asked, details=details, snippets=snippets)
+    extra = index.query(match, cons.side, asked, details=details, snippets=False)
     merged = sorted({h.chunk: h for h in (*hits, *extra)}.values(), key=lambda h: (-h.score, h.chunk))
     return merged[:asked], len(hits) < asked and len(extra) < asked
 
@@ -239,7 +238,6 @@ def _spread(
     cfg: SearchConfig,
     have: set[int],
     details: bool = True,
-    snippets: bool = True,
 ) -> list[_Candidate]:
     """A lookup whose words are in different chunks of one message: chunks holding any of the words,
     kept when their message holds every clause somewhere. Ranked after every one-chunk match;
@@ -250,7 +248,7 @@ def _spread(
     texts = [t for alts in plan.alternatives for t in alts]
     everything = frozenset(range(len(plan.alternatives)))
     while True:  # widens like the one-chunk matches: a message is listed once one of its chunks is read
-        hits, exhausted = _query(index, plan.spread, cons, asked, details=details, snippets=snippets)
+        hits, exhausted = _query(index, plan.spread, cons, asked, details=details)
         candidates = [c for c in _collapse(hits, plan) if c.message not in have]
         present = index.expressions_present([c.message for c in candidates], texts) if candidates else {}
         whole = [

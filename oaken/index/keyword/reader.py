@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -192,8 +193,11 @@ class KeywordIndex(IndexFigures, Listing, StoredReads):
         words each chunk holds; reading and cutting its text is for the page only)."""
         conds, params, subject = filter_sql(filters)
         expr, n_subject = self._expression(match, subject, filters)
-        ranked = self._ranked_first(expr, conds, params, limit)
-        if ranked is None:
+        first = self._ranked_first(expr, conds, params, limit)
+        matches = None  # how many chunks match, when every one was ranked
+        if first is not None:
+            ranked, matches = first
+        else:
             halves = self._halves(
                 f"SELECT fts.rowid, c.message, {self._bm25} AS rank FROM fts "
                 f"JOIN chunks c ON c.id = fts.rowid JOIN messages m ON m.id = c.message "
@@ -204,7 +208,8 @@ class KeywordIndex(IndexFigures, Listing, StoredReads):
             ranked = sorted((r for half in halves for r in half), key=lambda r: (r[2], r[0]))[:limit]
         if not ranked:
             return []
-        extra = self._details(expr, n_subject, [r[0] for r in ranked], snippets=snippets) if details else {}
+        walk = self._walk(expr, matches, len(ranked)) if details else False
+        extra = self._details(expr, n_subject, [r[0] for r in ranked], snippets=snippets, walk=walk) if details else {}
         return [
             KeywordChunkHit(message, chunk, -rank, *extra.get(chunk, ("", (), ()))) for chunk, message, rank in ranked
         ]
@@ -226,20 +231,49 @@ class KeywordIndex(IndexFigures, Listing, StoredReads):
             raise QueryError("keyword query with no words: use KeywordIndex.newest for a query of filters only")
         return expr, len(subject_terms(filters))
 
+    # Looking a chunk up by its rowid starts a query of its own (the MATCH parsed, every term's
+    # doclists opened): 0.1-0.2 ms a chunk. Walking the match once costs 0.1-0.3 us a matching
+    # chunk for a word or an OR of words, 2-5 us for a phrase or an AND of common words (at a
+    # million messages). So the match is walked when it holds at most this many chunks for each
+    # chunk asked: at 10,000 messages the 500 chunks of a widened lookup took 112 ms looked up,
+    # 5.6 ms walked; at a million the 80 of "pipeline" (21,682 matches) 8.8 and 3.1 ms.
+    WALK_RATIO = 20
+    WALK_RATIO_WORDS = 300  # a word or an OR of words; past WALK_RATIO, counted first (bounded)
+    _NOT_WORDS = re.compile(r"\b(?:AND|NOT|NEAR)\b|\*|\^")
+
+    def _walk(self, expr: str, matches: int | None, rows: int) -> bool:
+        """Whether `_details` walks the match (else it looks each chunk up): `matches`, when every
+        match was ranked, or a count bounded by WALK_RATIO_WORDS x rows for an OR of words."""
+        if matches is not None and matches <= self.WALK_RATIO * rows:
+            return True
+        outside = re.sub(r'"(?:[^"]|"")*"', " ", expr)
+        phrases = [q for q in re.findall(r'"((?:[^"]|"")*)"', expr) if len(q.split()) > 1]
+        if self._NOT_WORDS.search(outside) or phrases:
+            return False  # a phrase, an AND, a prefix: walking costs up to 5 us a match
+        bound = self.WALK_RATIO_WORDS * rows
+        if matches is not None:
+            return matches <= bound
+        (n,) = self._run("SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)", [expr, bound + 1])[0]
+        return bool(n <= bound)
+
     def _details(
-        self, expr: str, n_subject: int, chunks: Iterable[int], *, snippets: bool = True
+        self, expr: str, n_subject: int, chunks: Iterable[int], *, snippets: bool = True, walk: bool = False
     ) -> dict[int, tuple[str, tuple[str, ...], tuple[int, ...]]]:
         # snippets and matched columns only for the rows asked (a Python callback per row is dear),
-        # each row looked up by its rowid: `rowid IN (...)` made FTS5 walk the whole match first
-        # (29 of 46 ms for a one-word search at 100k messages)
+        # each row looked up by its rowid, or (`walk`) the match walked once, keeping those rows:
+        # `+` keeps SQLite from handing FTS5 the IN list, which it would look up row by row
         out = {}
         snippet_sql, marks = (_SNIPPET, list(_SNIPPET_MARKS)) if snippets else ("''", [])
         label_sql = snippets_mod.LABEL_SQL if snippets else "''"
-        for chunk, snippet, label, info in self._run(
-            f"SELECT fts.rowid, {snippet_sql}, {label_sql}, oaken_match(fts) FROM json_each(?) j "
-            f"CROSS JOIN fts ON fts.rowid = j.value WHERE fts MATCH ?",
-            [*marks, json.dumps(sorted(set(chunks))), expr],
-        ):
+        ids = json.dumps(sorted(set(chunks)))
+        select = f"SELECT fts.rowid, {snippet_sql}, {label_sql}, oaken_match(fts)"
+        if walk:
+            sql = f"{select} FROM fts WHERE fts MATCH ? AND +fts.rowid IN (SELECT value FROM json_each(?))"
+            params = [*marks, expr, ids]
+        else:
+            sql = f"{select} FROM json_each(?) j CROSS JOIN fts ON fts.rowid = j.value WHERE fts MATCH ?"
+            params = [*marks, ids, expr]
+        for chunk, snippet, label, info in self._run(sql, params):
             out[chunk] = (snippets_mod.labelled(label, snippet), *_matched(info, n_subject))
         return out
 
@@ -250,9 +284,12 @@ class KeywordIndex(IndexFigures, Listing, StoredReads):
     FEW_CANDIDATES = 200
     COMMON_ROWS = 5000
 
-    def _ranked_first(self, expr: str, conds: list[str], params: list[object], limit: int) -> list[tuple] | None:
-        """The filtered best `limit` chunks, found among the best limit x RANK_FIRST unfiltered ones;
-        None when too few of those pass the filters (the caller then filters every match). The
+    def _ranked_first(
+        self, expr: str, conds: list[str], params: list[object], limit: int
+    ) -> tuple[list[tuple], int | None] | None:
+        """The filtered best `limit` chunks, found among the best limit x RANK_FIRST unfiltered ones,
+        and how many chunks match when every one was ranked (else None); None when too few of
+        those pass the filters (the caller then filters every match). The
         answer is the same: if `limit` filtered chunks are among the best, no other can beat them.
         Split (`_halves`), each half finds its own best `limit` so, and the best of both are the
         best of all; a half with too few sends the search to the caller's way too."""
@@ -269,9 +306,12 @@ class KeywordIndex(IndexFigures, Listing, StoredReads):
         )
         rows: list[tuple] = []
         counted: list[list[tuple]] | None = None
+        matches: int | None = 0
         for i, found in enumerate(halves):
             if len(found) >= limit or (found and found[0][3] < probe):  # enough, or every match ranked
                 rows.extend(r[:3] for r in found)
+                every = found[0][3] < probe
+                matches = matches + found[0][3] if every and matches is not None else None
                 continue
             if found:  # too few passed, and more matches wait
                 return None
@@ -281,7 +321,8 @@ class KeywordIndex(IndexFigures, Listing, StoredReads):
                 )
             if counted[i][0][0] >= probe:
                 return None
-        return sorted(rows, key=lambda r: (r[2], r[0]))[:limit]
+            matches = matches + counted[i][0][0] if matches is not None else None
+        return sorted(rows, key=lambda r: (r[2], r[0]))[:limit], matches
 
     # Ranking scores every chunk that holds the words (FTS5's bm25, ~0.75 us a match: 36 ms for
     # the 46,202 chunks holding "broadband" at a million messages), and SQLite runs a statement on
