@@ -29,6 +29,7 @@ them to WORK/results-<size>.json; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -37,12 +38,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_index  # noqa: E402 - a sibling script: measure(), the peers' runs
+from bench_cold import installed_like  # noqa: E402 - `oaken` as pip installs it
 from bench_search import _SERVE as SERVE  # noqa: E402 - the same warm search server
 import gen_mailbox  # noqa: E402
 
@@ -108,8 +111,9 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def warm_searches(env: dict[str, str], runs: int) -> dict:
-    """p50/p95 per shape through a warm server's socket, and the server's RSS."""
+@contextlib.contextmanager
+def serving(env: dict[str, str]) -> Iterator[tuple[subprocess.Popen, str]]:
+    """A warm search server on the home of `env` (what the daemon runs), and its socket's path."""
     from oaken import config as config_mod
     from oaken.search import client
 
@@ -125,6 +129,16 @@ def warm_searches(env: dict[str, str], runs: int) -> dict:
                 os.environ.pop("OAKEN_HOME", None)
             else:
                 os.environ["OAKEN_HOME"] = old
+        yield server, where
+    finally:
+        server.communicate("")
+
+
+def warm_searches(env: dict[str, str], runs: int) -> dict:
+    """p50/p95 per shape through a warm server's socket, and the server's RSS."""
+    from oaken.search import client
+
+    with serving(env) as (server, where):
         for qs in SHAPES.values():  # one warm-up round: the page cache, not Oaken, is what this warms
             for q in qs:
                 client.ask_at(where, q, {"limit": 10})
@@ -150,8 +164,59 @@ def warm_searches(env: dict[str, str], runs: int) -> dict:
         out["rss_under_load_mb"] = round(peak, 1)
         out["modes"] = sorted(m for m in modes if m)
         return out
-    finally:
-        server.communicate("")
+
+
+# What a user of each tool types for the word shapes of SHAPES and its filters: the peers' dates.
+PEER_FILTERS = {
+    "from:enron.com after:2020-01-01": ("from:enron.com date:2020-01-01..", "from:enron.com date:20200101.."),
+    "from:kenneth.lay@enron.com after:2010-06-01": (
+        "from:kenneth.lay@enron.com date:2010-06-01..",
+        "from:kenneth.lay@enron.com date:20100601..",
+    ),
+    "after:2024-01-01 before:2024-03-01": ("date:2024-01-01..2024-02-29", "date:20240101..20240229"),
+}
+PEER_SHAPES = ("one word", "three-word question", "quoted phrase", "filters only")
+
+
+def cli_vs_peers(env: dict[str, str], maildir: Path, peer_dir: Path, runs: int) -> dict:
+    """Whole commands, as a user types them: `oaken search --limit 10 Q` (bin/oaken installed as a
+    wheel installs it, bench_cold.installed_like) answered by a warm server,
+    `notmuch search --limit=10 Q` and `mu find --maxnum=10 Q` (newest first, as both show mail) on
+    the same Maildir; interleaved, median wall ms per shape. Oaken ranks by relevance, the peers
+    sort by date: the same work of finding the matches, not the same order."""
+    nm_env = {**os.environ, "NOTMUCH_CONFIG": str(peer_dir / "notmuch-config")}
+    venv = installed_like(peer_dir.parent)  # `oaken` as a wheel installs it: no editable install's finder
+    user_env = {k: v for k, v in env.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    user_env["PYTHONPYCACHEPREFIX"] = str(peer_dir.parent / "pycache")
+    tools = {
+        "oaken search": ([str(venv / "bin" / "python"), str(venv / "bin" / "oaken"), "search", "--limit", "10"],
+                         user_env, lambda q: q),
+        "notmuch search": (["notmuch", "search", "--limit=10"], nm_env, lambda q: PEER_FILTERS.get(q, (q,))[0]),
+        "mu find": (
+            ["mu", "find", f"--muhome={peer_dir / 'mu'}", "--maxnum=10", "--sortfield=date", "--reverse", "--"],
+            dict(os.environ),
+            lambda q: PEER_FILTERS.get(q, (q, q))[1],
+        ),
+        # the floor under any Python command: the interpreter's own start
+        "python -c pass": ([str(venv / "bin" / "python"), "-c", "pass"], user_env, lambda q: ""),
+    }
+    out: dict = {}
+    with serving(env):
+        for shape in PEER_SHAPES:
+            qs = SHAPES[shape]
+            times: dict[str, list[float]] = {name: [] for name in tools}
+            for i in range(len(qs) + runs):  # the first round of each query warms the page cache
+                q = qs[i % len(qs)]
+                for name, (cmd, tool_env, spell) in tools.items():
+                    start = time.perf_counter()
+                    argv = [*cmd, spell(q)] if spell(q) else cmd
+                    done = subprocess.run(argv, env=tool_env, capture_output=True, check=False)
+                    if done.returncode not in (0, 2, 4):  # mu: 2 or 4 when nothing matches
+                        raise SystemExit(f"{name} {spell(q)!r} failed ({done.returncode}): {done.stderr[-500:]!r}")
+                    if i >= len(qs):
+                        times[name].append((time.perf_counter() - start) * 1000)
+            out[shape] = {name: round(statistics.median(t), 1) for name, t in times.items()}
+    return out
 
 
 def message_ids(home: Path, limit: int) -> list[str]:
@@ -279,6 +344,8 @@ def build(size: int, work: Path, fresh: bool, runs: int, peers: bool, vectors: b
         result["mu"]["disk_mb"] = mb(du(peer_dir / "mu"))
     (home / "config.toml").write_text('[embedder]\nmodel = "none"\n[search]\nserver_idle_minutes = 0\n')
     result["keyword"] = warm_searches(env, runs)
+    if peers:
+        result["cli_vs_peers"] = cli_vs_peers(env, maildir, peer_dir, max(3, runs // 2))
     result["cold_no_daemon_s"] = round(median_run([*OAKEN, "search", "--no-daemon", "--limit", "10", "pipeline"], env,
                                                   max(3, runs // 4)), 3)
     if vectors:
@@ -325,6 +392,14 @@ def report(r: dict) -> str:
                      f"modes {', '.join(s['modes']) or '-'}")
         for shape in SHAPES:
             lines.append(f"    {shape:22} p50 {s[shape]['p50_ms']:7.1f} ms   p95 {s[shape]['p95_ms']:7.1f} ms")
+    if "cli_vs_peers" in r:
+        lines.append("  whole commands, median wall ms (oaken search through its warm server; peers sort by date):")
+        for shape, by_tool in r["cli_vs_peers"].items():
+            mine = by_tool["oaken search"]
+            lines.append(f"    {shape:22} " + "   ".join(
+                f"{name} {ms:.1f}" + ("" if name in ("oaken search", "python -c pass")
+                                      else f" (oaken/{name.split()[0]} {mine / ms:.2f}x)")
+                for name, ms in by_tool.items()))
     lines.append(f"  cold `oaken search --no-daemon pipeline`: {r['cold_no_daemon_s']} s")
     if "vectors_build" in r:
         v = r["vectors_build"]
