@@ -20,9 +20,10 @@ REBUILD_SHARE = 0.5
 # search against 29-36 ms without (docs/scale.md). So a change supersedes rows instead of deleting
 # them (oaken.index.vector_superseded); the upkeep deletes superseded rows for real only in
 # fragments of at most this many rows, and rewrites, without their deleted rows, every such
-# fragment that holds one: recent mail, in a fraction of a second. Bigger fragments would cost
-# ~25 us a row plus the remap of the indexes over them (58.6 s for 1.26M rows at a million
-# messages): left as they are until SUPERSEDED_MAX_SHARE.
+# fragment that holds one: recent mail, in a fraction of a second. Bigger fragments cost ~8 us a
+# row plus the remap of the indexes over them (58.6 s for 1.26M rows at a million messages with
+# the old IVF-HNSW-SQ index; 20 s and 0.7 GB for 1.2M rows with IVF_RQ, docs/scale.md), and every
+# searching process loads the index again: left as they are until SUPERSEDED_MAX_SHARE.
 MATERIALIZE_MAX_ROWS = 65_536
 
 
