@@ -210,15 +210,24 @@ def past_the_list(index: KeywordIndex, plan: MatchPlan, messages: Sequence[int],
 def _query(
     index: KeywordIndex, match: str, cons: Constraints, asked: int, *, details: bool
 ) -> tuple[list[KeywordChunkHit], bool]:
-    """The best `asked` chunks within the filters (no snippets), and whether fewer matched. With
-    `cons.side` (the messages changed since index.db was written, without its copy of labels:
-    filters.as_of) both lists are merged by score, so a label set a moment ago finds its messages."""
+    """The best `asked` chunks within the filters (no snippets), and whether fewer matched."""
+    hits, found = _query_counted(index, match, cons, asked, details=details)
+    return hits, all(n < asked for n in found)
+
+
+def _query_counted(
+    index: KeywordIndex, match: str, cons: Constraints, asked: int, *, details: bool
+) -> tuple[list[KeywordChunkHit], tuple[int, ...]]:
+    """The best `asked` chunks within the filters, and how many each list gave (fewer than `asked`:
+    every match). With `cons.side` (the messages changed since index.db was written, without its
+    copy of labels: filters.as_of) both lists are merged by score, so a label set a moment ago finds
+    its messages. The best n of them for any n <= asked are the best n chunks."""
     hits = index.query(match, cons.index, asked, details=details, snippets=False)
     if cons.side is None:
-        return hits, len(hits) < asked
+        return hits, (len(hits),)
     extra = index.query(match, cons.side, asked, details=details, snippets=False)
     merged = sorted({h.chunk: h for h in (*hits, *extra)}.values(), key=lambda h: (-h.score, h.chunk))
-    return merged[:asked], len(hits) < asked and len(extra) < asked
+    return merged[:asked], (len(hits), len(extra))
 
 
 def _holds(c: _Candidate, total: int) -> str:
@@ -247,10 +256,18 @@ def _spread(
     asked = min(max(want * cfg.overfetch, want, 1), cfg.max_candidates)
     texts = [t for alts in plan.alternatives for t in alts]
     everything = frozenset(range(len(plan.alternatives)))
+    # Ranked once, as deep as the widening may go: FTS5 scores every match at any depth, and the
+    # best `asked` are the first `asked` of the deeper list. Re-ranking for each round cost five
+    # rankings of a common OR (10,000 messages: 87 ms of a 0.23 s lookup).
+    deepest, found = _query_counted(index, plan.spread, cons, cfg.max_candidates, details=details)
+    present: dict[int, frozenset[str]] = {}
     while True:  # widens like the one-chunk matches: a message is listed once one of its chunks is read
-        hits, exhausted = _query(index, plan.spread, cons, asked, details=details)
+        hits, exhausted = deepest[:asked], all(n < asked for n in found)
         candidates = [c for c in _collapse(hits, plan) if c.message not in have]
-        present = index.expressions_present([c.message for c in candidates], texts) if candidates else {}
+        unknown = [c.message for c in candidates if c.message not in present]
+        if unknown:
+            held = index.expressions_present(unknown, texts)
+            present.update({m: held.get(m, frozenset()) for m in unknown})
         whole = [
             c
             for c in candidates
