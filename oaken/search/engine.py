@@ -220,10 +220,15 @@ def search(
 
             t = time.perf_counter()
             fill = None
+            failed: list[str] = []  # index.db found damaged while reading the page's snippets
             if plan is not None and kw is not None and any(not r.described for r in kw.ranked):
-                fill = functools.partial(hits_mod.described, data_dir, cfg, plan, cons)
+                fill = functools.partial(hits_mod.described, data_dir, cfg, plan, cons, failed=failed)
             fold = functools.partial(hits_mod.fold, data_dir) if plan is not None and sort != "date" else None
             hits = hits_mod.page(store, lists, fused, sort=sort, offset=offset, limit=limit, fill=fill, fold=fold)
+            if failed:
+                respond.warnings.extend(failed)
+                respond.fields["degraded"] = False
+                respond.degrade("keyword_index_unavailable")
             if vec is not None and plan is not None:
                 listed = len(kw.ranked) if kw is not None and "keyword" in use else None
                 hits = hits_mod.meaning_hits(

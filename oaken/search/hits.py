@@ -88,13 +88,25 @@ def page(
 
 
 def described(
-    data_dir: Path, cfg: Config, plan: matching.MatchPlan, cons: filters.Constraints, ranked: Sequence[Ranked]
+    data_dir: Path,
+    cfg: Config,
+    plan: matching.MatchPlan,
+    cons: filters.Constraints,
+    ranked: Sequence[Ranked],
+    *,
+    failed: list[str] | None = None,
 ) -> dict[int, Ranked]:
-    """The page's keyword entries with the snippets and columns a list read deep left out."""
+    """The page's keyword entries with the snippets and columns the list leaves out. index.db found
+    damaged or gone here is said in `failed` (the caller degrades the answer): the hits stay,
+    without snippets."""
     try:
         with KeywordIndex(data_dir, cfg.index) as index:
             return retrievers.describe(index, plan, cons, ranked)
-    except (IndexUnavailable, QueryError):  # the hits stay, without snippets
+    except IndexUnavailable as e:
+        if failed is not None:
+            failed.append(str(e))
+        return {}
+    except QueryError:
         return {}
 
 
