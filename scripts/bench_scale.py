@@ -178,7 +178,9 @@ PEER_FILTERS = {
 PEER_SHAPES = ("one word", "three-word question", "quoted phrase", "filters only")
 
 
-def cli_vs_peers(env: dict[str, str], maildir: Path, peer_dir: Path, runs: int) -> dict:
+def cli_vs_peers(
+    env: dict[str, str], maildir: Path, peer_dir: Path, runs: int, peers: tuple[str, ...] = ("notmuch search", "mu find")
+) -> dict:
     """Whole commands, as a user types them: `oaken search --limit 10 Q` (bin/oaken installed as a
     wheel installs it, bench_cold.installed_like) answered by a warm server,
     `notmuch search --limit=10 Q` and `mu find --maxnum=10 Q` (newest first, as both show mail) on
@@ -200,6 +202,7 @@ def cli_vs_peers(env: dict[str, str], maildir: Path, peer_dir: Path, runs: int) 
         # the floor under any Python command: the interpreter's own start
         "python -c pass": ([str(venv / "bin" / "python"), "-c", "pass"], user_env, lambda q: ""),
     }
+    tools = {name: tool for name, tool in tools.items() if name in peers or name in ("oaken search", "python -c pass")}
     out: dict = {}
     with serving(env):
         for shape in PEER_SHAPES:
