@@ -227,3 +227,43 @@ def test_a_triage_is_searched_at_once_through_the_daemon_and_its_index_follows(
     wait_until("the daemon's vectors to follow raw.db", archived_in_vectors, timeout=30)
     assert _stop(proc) == 0
     assert "indexing failed" not in log.read_text()
+
+
+def test_a_stopping_daemon_waits_for_the_embedder_still_loading(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A model half loaded when the interpreter shut down aborted the daemon on SIGTERM (exit -6,
+    "terminate called without an active exception"): the search server's warming thread is handed
+    to the daemon, which waits for it, bounded, and says so when the bound runs out."""
+    import threading
+
+    from oaken import log
+    from oaken.config import Config, EmbedderConfig, PathsConfig
+    from oaken.daemon import Daemon
+    from oaken.daemon.search_socket import start_search_server
+
+    cfg = Config(paths=PathsConfig(data_dir=str(tmp_path / "home")), embedder=EmbedderConfig(model="none"))
+    stop, never = threading.Event(), threading.Event()
+    handed: list[threading.Thread] = []
+    srv = start_search_server(cfg, stop, warm_after=never, threads=handed)
+    try:
+        assert srv is not None and [t.name for t in handed] == ["oaken-search-warm"] and handed[0].is_alive()
+    finally:
+        stop.set()
+        srv.thread.join(5)
+    handed[0].join(5)
+    assert not handed[0].is_alive()  # a stop while waiting for the first login ends the warming
+
+    daemon = Daemon.__new__(Daemon)  # only the stop path's wait is exercised here
+    daemon.log = log.get("oaken.daemon")
+    loading = threading.Event()
+    slow = threading.Thread(target=lambda: loading.wait(0.6), daemon=True)
+    daemon._warming = [slow]
+    slow.start()
+    daemon._wait_for_warming()
+    assert not slow.is_alive()  # waited for it
+    stuck = threading.Thread(target=lambda: loading.wait(30), daemon=True)
+    daemon._warming = [stuck]
+    daemon.WARMING_WAIT_S = 0.2
+    stuck.start()
+    daemon._wait_for_warming()
+    assert stuck.is_alive() and "still loading when the daemon stopped" in capsys.readouterr().err
+    loading.set()

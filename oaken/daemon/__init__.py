@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,21 @@ class Daemon:
         self.watchers = IdleWatchers(config, self.account, self.stop, self.wakeups, self.log)
         self.indexer: IndexWorker | None = None
         self._signal: str | None = None
+        self._warming: list[threading.Thread] = []  # the search server's embedder load
+
+    # A model still loading when the interpreter shuts down can abort the process; the wait is
+    # bounded below systemd's default stop timeout (90 s) and said when it runs out.
+    WARMING_WAIT_S = 60.0
+
+    def _wait_for_warming(self) -> None:
+        deadline = time.monotonic() + self.WARMING_WAIT_S
+        for thread in self._warming:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                self.log.warning(
+                    "the embedder was still loading when the daemon stopped; exiting without waiting for it",
+                    waited_s=self.WARMING_WAIT_S,
+                )
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         # no logging here: a handler that writes a log line while the interrupted main thread is
@@ -108,7 +124,7 @@ class Daemon:
         try:
             # searches are answered from the start, also while the IMAP server is out of reach
             logged_in = threading.Event()  # the model loads after the first login, not beside it
-            start_search_server(self.config, self.stop, warm_after=logged_in)
+            start_search_server(self.config, self.stop, warm_after=logged_in, threads=self._warming)
             loop.first_connect()  # a refused login or an untrusted certificate stops here, once
             logged_in.set()
             if syncer.conn is not None:
@@ -131,6 +147,7 @@ class Daemon:
                 stop_preparing()  # a first model export in a child process: not worth waiting for
             if self.indexer is not None:
                 self.indexer.stop()
+            self._wait_for_warming()
             self.watchers.close()
             background.release(search_lock)
             lock.release()

@@ -11,13 +11,20 @@ from oaken.config import Config
 
 
 def start_search_server(
-    config: Config, stop_event: threading.Event, *, warm_after: threading.Event | None = None
+    config: Config,
+    stop_event: threading.Event,
+    *,
+    warm_after: threading.Event | None = None,
+    threads: list[threading.Thread] | None = None,
 ) -> Any:
     """Answer `oaken search` on the data directory's socket until `stop_event` is set, with the
     embedder loaded in the background (a search before that waits for it, outside its timeout).
     `warm_after`: the load waits for this event (the daemon sets it once its first login is
     done): loading the model beside the first sync starved it of the CPU on two cores.
-    A socket that cannot be opened is logged: sync goes on, searches run in their own process."""
+    A socket that cannot be opened is logged: sync goes on, searches run in their own process.
+    `threads` gets the warming thread, for the daemon to wait for before it exits: a model half
+    loaded when the interpreter shuts down aborted the process (a C++ runtime's threads torn
+    down under it: "terminate called without an active exception", exit -6 on SIGTERM)."""
     from oaken.search.server import SearchServer
 
     try:
@@ -42,6 +49,9 @@ def start_search_server(
                 log.get("oaken.daemon").warning("embedder not loaded", error=f"{type(e).__name__}: {e}")
         server.warm()
 
-    threading.Thread(target=warm, name="oaken-search-warm", daemon=True).start()
+    warming = threading.Thread(target=warm, name="oaken-search-warm", daemon=True)
+    warming.start()
+    if threads is not None:
+        threads.append(warming)
     log.get("oaken.daemon").info("search socket listening", path=str(server.path))
     return server
