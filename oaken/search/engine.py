@@ -209,8 +209,7 @@ def search(
                 )
             lists = [lst for lst in (kw, vec) if lst is not None]
             if unavailable:
-                respond.fields["degraded"] = False
-                respond.degrade("keyword_index_unavailable")
+                respond.degrade("keyword_index_unavailable", over=True)
             mode = "hybrid" if kw and vec else "vector" if vec else "keyword"
             if not lists:
                 return respond(mode=mode)
@@ -227,8 +226,7 @@ def search(
             hits = hits_mod.page(store, lists, fused, sort=sort, offset=offset, limit=limit, fill=fill, fold=fold)
             if failed:
                 respond.warnings.extend(failed)
-                respond.fields["degraded"] = False
-                respond.degrade("keyword_index_unavailable")
+                respond.degrade("keyword_index_unavailable", over=True)
             if vec is not None and plan is not None:
                 listed = len(kw.ranked) if kw is not None and "keyword" in use else None
                 hits = hits_mod.meaning_hits(

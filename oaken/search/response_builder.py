@@ -92,6 +92,7 @@ class PendingResponse:
             **{**self.fields, **fields},
         )
 
-    def degrade(self, reason: str) -> None:
-        if not self.fields["degraded"]:
+    def degrade(self, reason: str, *, over: bool = False) -> None:
+        """The first reason stands, unless `over` (index.db unavailable outranks the vector side's)."""
+        if over or not self.fields["degraded"]:
             self.fields.update(degraded=True, degraded_reason=reason)

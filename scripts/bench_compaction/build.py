@@ -9,11 +9,16 @@ disposition, LABEL_LIST on labels, folders."""
 
 import argparse
 import resource
+import sys
 import time
+from pathlib import Path
 
 import lance
 import numpy as np
 import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from oaken.index.vector_rows import Fingerprint, schema_of  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("out")
@@ -26,25 +31,7 @@ p.add_argument("--from-data", help="copy data of this dataset instead of generat
 a = p.parse_args()
 
 N, D = a.rows, a.dim
-schema = pa.schema(
-    [
-        ("chunk_id", pa.int64()),
-        ("message", pa.int64()),
-        ("account", pa.string()),
-        ("model", pa.string()),
-        ("dim", pa.int32()),
-        ("chunker", pa.string()),
-        ("date", pa.int64()),
-        ("sender", pa.string()),
-        ("to_addrs", pa.string()),
-        ("cc_addrs", pa.string()),
-        ("labels", pa.list_(pa.string())),
-        ("folders", pa.list_(pa.string())),
-        ("disposition", pa.string()),
-        ("thread", pa.int64()),
-        ("vector", pa.list_(pa.float32(), D)),
-    ]
-)
+schema = schema_of(Fingerprint("model-x", D, "c1"))  # the chunks table as Oaken writes it
 
 
 def batches():

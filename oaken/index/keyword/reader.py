@@ -240,14 +240,15 @@ class KeywordIndex(IndexFigures, Listing, StoredReads):
     WALK_RATIO = 20
     WALK_RATIO_WORDS = 300  # a word or an OR of words; past WALK_RATIO, counted first (bounded)
     _NOT_WORDS = re.compile(r"\b(?:AND|NOT|NEAR)\b|\*|\^")
+    _QUOTED = re.compile(r'"((?:[^"]|"")*)"')  # a token or phrase as `quote` writes it
 
     def _walk(self, expr: str, matches: int | None, rows: int) -> bool:
         """Whether `_details` walks the match (else it looks each chunk up): `matches`, when every
         match was ranked, or a count bounded by WALK_RATIO_WORDS x rows for an OR of words."""
         if matches is not None and matches <= self.WALK_RATIO * rows:
             return True
-        outside = re.sub(r'"(?:[^"]|"")*"', " ", expr)
-        phrases = [q for q in re.findall(r'"((?:[^"]|"")*)"', expr) if len(q.split()) > 1]
+        outside = self._QUOTED.sub(" ", expr)
+        phrases = [q for q in self._QUOTED.findall(expr) if len(q.split()) > 1]
         if self._NOT_WORDS.search(outside) or phrases:
             return False  # a phrase, an AND, a prefix: walking costs up to 5 us a match
         bound = self.WALK_RATIO_WORDS * rows
@@ -310,7 +311,7 @@ class KeywordIndex(IndexFigures, Listing, StoredReads):
         for i, found in enumerate(halves):
             if len(found) >= limit or (found and found[0][3] < probe):  # enough, or every match ranked
                 rows.extend(r[:3] for r in found)
-                every = found[0][3] < probe
+                every = bool(found) and found[0][3] < probe  # none found at limit 0: not counted
                 matches = matches + found[0][3] if every and matches is not None else None
                 continue
             if found:  # too few passed, and more matches wait
