@@ -1,12 +1,12 @@
 """Searching index.db: ranked chunks for a MATCH expression, and which words a message holds.
 Newest messages for a query of filters only are listing.py's, the stored chunks and fields the
-vector side and the fold read are stored.py's, the figures figures.py's: KeywordIndex has them all."""
+vector side and the fold read are stored.py's, the figures figures.py's, which columns and phrases
+a ranked chunk matched details.py's: KeywordIndex has them all."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -16,6 +16,7 @@ import apsw
 from oaken.config import IndexConfig
 from oaken.errors import QueryError
 from oaken.index.keyword import snippets as snippets_mod  # `snippets` is a parameter below
+from oaken.index.keyword.details import ChunkDetails, match_cols, matched_in
 from oaken.index.keyword.figures import IndexFigures
 from oaken.index.keyword.filters import filter_sql, subject_terms
 from oaken.index.keyword.listing import Listing
@@ -26,7 +27,6 @@ from oaken.index.keyword.records import (
     quote,
 )
 from oaken.index.keyword.schema import (
-    COLUMNS,
     check_version,
     classify,
     connect,
@@ -36,36 +36,12 @@ from oaken.index.keyword.schema import (
 )
 from oaken.index.keyword.stored import StoredReads
 
-
-def _match_cols(api: apsw.FTS5ExtensionApi, *args: object) -> str:
-    """'columns;phrases' of the current row, e.g. '0,3;0,1' (registered as oaken_match)."""
-    cols: set[int] = set()
-    phrases = []
-    for i in range(api.phrase_count):
-        found = api.phrase_columns(i)
-        if found:
-            phrases.append(i)
-            cols.update(found)
-    return ",".join(map(str, sorted(cols))) + ";" + ",".join(map(str, phrases))
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split(",") if x)
-
-
-def _matched(info: str, n_subject: int = 0) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """oaken_match's 'columns;phrases' as (column names, phrases of the caller's MATCH): the
-    subject filter's `n_subject` phrases, numbered first, are left out."""
-    cols, _, phrases = info.partition(";")
-    return tuple(COLUMNS[i] for i in _ints(cols)), tuple(p - n_subject for p in _ints(phrases) if p >= n_subject)
-
-
 # a chunk's snippet around its matches, with the markers the table and --json show (snippets.py)
 _SNIPPET = snippets_mod.SQL
 _SNIPPET_MARKS = snippets_mod.MARKS
 
 
-class KeywordIndex(IndexFigures, Listing, StoredReads):
+class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails):
     """An open index.db for searching. Raises IndexUnavailable when it is missing, corrupt or locked."""
 
     def __init__(
@@ -116,7 +92,7 @@ class KeywordIndex(IndexFigures, Listing, StoredReads):
         db = connect(Path(self._real), write=False, busy_ms=self._busy_ms)
         try:
             check_version(db, self.path)
-            db.register_fts5_function("oaken_match", _match_cols)
+            db.register_fts5_function("oaken_match", match_cols)
             snippets_mod.register(db)
         except BaseException:
             db.close()
@@ -230,53 +206,6 @@ class KeywordIndex(IndexFigures, Listing, StoredReads):
         if not expr:
             raise QueryError("keyword query with no words: use KeywordIndex.newest for a query of filters only")
         return expr, len(subject_terms(filters))
-
-    # Looking a chunk up by its rowid starts a query of its own (the MATCH parsed, every term's
-    # doclists opened): 0.1-0.2 ms a chunk. Walking the match once costs 0.1-0.3 us a matching
-    # chunk for a word or an OR of words, 2-5 us for a phrase or an AND of common words (at a
-    # million messages). So the match is walked when it holds at most this many chunks for each
-    # chunk asked: at 10,000 messages the 500 chunks of a widened lookup took 112 ms looked up,
-    # 5.6 ms walked; at a million the 80 of "pipeline" (21,682 matches) 8.8 and 3.1 ms.
-    WALK_RATIO = 20
-    WALK_RATIO_WORDS = 300  # a word or an OR of words; past WALK_RATIO, counted first (bounded)
-    _NOT_WORDS = re.compile(r"\b(?:AND|NOT|NEAR)\b|\*|\^")
-    _QUOTED = re.compile(r'"((?:[^"]|"")*)"')  # a token or phrase as `quote` writes it
-
-    def _walk(self, expr: str, matches: int | None, rows: int) -> bool:
-        """Whether `_details` walks the match (else it looks each chunk up): `matches`, when every
-        match was ranked, or a count bounded by WALK_RATIO_WORDS x rows for an OR of words."""
-        if matches is not None and matches <= self.WALK_RATIO * rows:
-            return True
-        outside = self._QUOTED.sub(" ", expr)
-        phrases = [q for q in self._QUOTED.findall(expr) if len(q.split()) > 1]
-        if self._NOT_WORDS.search(outside) or phrases:
-            return False  # a phrase, an AND, a prefix: walking costs up to 5 us a match
-        bound = self.WALK_RATIO_WORDS * rows
-        if matches is not None:
-            return matches <= bound
-        (n,) = self._run("SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)", [expr, bound + 1])[0]
-        return bool(n <= bound)
-
-    def _details(
-        self, expr: str, n_subject: int, chunks: Iterable[int], *, snippets: bool = True, walk: bool = False
-    ) -> dict[int, tuple[str, tuple[str, ...], tuple[int, ...]]]:
-        # snippets and matched columns only for the rows asked (a Python callback per row is dear),
-        # each row looked up by its rowid, or (`walk`) the match walked once, keeping those rows:
-        # `+` keeps SQLite from handing FTS5 the IN list, which it would look up row by row
-        out = {}
-        snippet_sql, marks = (_SNIPPET, list(_SNIPPET_MARKS)) if snippets else ("''", [])
-        label_sql = snippets_mod.LABEL_SQL if snippets else "''"
-        ids = json.dumps(sorted(set(chunks)))
-        select = f"SELECT fts.rowid, {snippet_sql}, {label_sql}, oaken_match(fts)"
-        if walk:
-            sql = f"{select} FROM fts WHERE fts MATCH ? AND +fts.rowid IN (SELECT value FROM json_each(?))"
-            params = [*marks, expr, ids]
-        else:
-            sql = f"{select} FROM json_each(?) j CROSS JOIN fts ON fts.rowid = j.value WHERE fts MATCH ?"
-            params = [*marks, ids, expr]
-        for chunk, snippet, label, info in self._run(sql, params):
-            out[chunk] = (snippets_mod.labelled(label, snippet), *_matched(info, n_subject))
-        return out
 
     # Joining every matching chunk to its message costs more than ranking it (a word in every
     # chunk of 100k messages: ~45 ms to rank, ~120 ms ranked and joined), so the best chunks are
@@ -431,7 +360,7 @@ class KeywordIndex(IndexFigures, Listing, StoredReads):
             [*_SNIPPET_MARKS, json.dumps(sorted(set(messages))), match.strip()],
         )
         return [
-            KeywordChunkHit(message, chunk, 0.0, snippets_mod.labelled(label, snippet), *_matched(info))
+            KeywordChunkHit(message, chunk, 0.0, snippets_mod.labelled(label, snippet), *matched_in(info))
             for chunk, message, snippet, label, info in rows
         ]
 
