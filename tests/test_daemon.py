@@ -229,11 +229,13 @@ def test_a_triage_is_searched_at_once_through_the_daemon_and_its_index_follows(
     assert "indexing failed" not in log.read_text()
 
 
-def test_a_stopping_daemon_waits_for_the_embedder_still_loading(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_stopping_daemon_waits_for_the_embedder_still_loading(tmp_path: Path) -> None:
     """A model half loaded when the interpreter shut down aborted the daemon on SIGTERM (exit -6,
     "terminate called without an active exception"): the search server's warming thread is handed
     to the daemon, which waits for it, bounded, and says so when the bound runs out."""
     import threading
+
+    import structlog.testing
 
     from oaken import log
     from oaken.config import Config, EmbedderConfig, PathsConfig
@@ -264,6 +266,7 @@ def test_a_stopping_daemon_waits_for_the_embedder_still_loading(tmp_path: Path, 
     daemon._warming = [stuck]
     daemon.WARMING_WAIT_S = 0.2
     stuck.start()
-    daemon._wait_for_warming()
-    assert stuck.is_alive() and "still loading when the daemon stopped" in capsys.readouterr().err
+    with structlog.testing.capture_logs() as logged:  # whatever stream an earlier test left it on
+        daemon._wait_for_warming()
+    assert stuck.is_alive() and any("still loading when the daemon stopped" in e["event"] for e in logged)
     loading.set()
