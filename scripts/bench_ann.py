@@ -364,6 +364,7 @@ def build(base: Path, dest: Path, b: Build, keep: bool = False) -> tuple[Any, fl
     """A copy of the base store indexed by the product's maintain() under `b`: (store, seconds,
     partitions asked for). With `keep`, a store built before under `b` is reused (its build time
     is the one recorded then): a 1M build takes minutes."""
+    import oaken.index.vector_ann as A
     import oaken.index.vectors as V
 
     marker = dest / "built.json"
@@ -372,8 +373,8 @@ def build(base: Path, dest: Path, b: Build, keep: bool = False) -> tuple[Any, fl
         return store, float(json.loads(marker.read_text())["seconds"]), b.partitions(store.count())
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(base, dest)
-    V.ANN_NUM_BITS = b.bits
-    V.ann_partitions = b.partitions
+    A.ANN_NUM_BITS = b.bits
+    A.ann_partitions = b.partitions
     store = V.VectorStore(dest, retention_seconds=0.0)
     start = time.perf_counter()
     store.maintain()
@@ -398,9 +399,10 @@ def page(store: Any, v: np.ndarray, want: int = 10) -> tuple[list[tuple[int, flo
 
 def measure(store: Any, queries: np.ndarray, truth: Truth, q: Query) -> dict[str, Any]:
     """Recall and warm latency of store.search under `q` for one query set."""
+    import oaken.index.vector_ann as A
     import oaken.index.vectors as V
 
-    V.ANN_NPROBES, V.ANN_REFINE = q.nprobes, q.refine
+    A.ANN_NPROBES, A.ANN_REFINE = q.nprobes, q.refine
     for v in queries[:10]:
         store.search(v, limit=10)  # warm this setting's path
     times: dict[int | str, list[float]] = {k: [] for k in (*LIMITS, "page")}

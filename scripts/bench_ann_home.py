@@ -7,6 +7,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "scripts"))
 import bench_ann as B
+import oaken.index.vector_ann as A
 import oaken.index.vectors as V
 from oaken.index.concept import ConceptEmbedder  # noqa
 
@@ -58,8 +59,8 @@ limits = [int(x) for x in a.limits.split(",")]
 nq = len(B.QUERIES)
 for setting in a.settings.split(";"):
     kv = dict(p.split("=") for p in setting.split(","))
-    V.ANN_NPROBES = None if kv.get("np", "None") == "None" else int(kv["np"])
-    V.ANN_REFINE = int(kv.get("refine", 2))
+    A.ANN_NPROBES = None if kv.get("np", "None") == "None" else int(kv["np"])
+    A.ANN_REFINE = int(kv.get("refine", 2))
     for v in queries[:5]:
         store.search(v, limit=10)
     out = {}

@@ -17,7 +17,7 @@ from oaken import chunking
 from oaken import config as config_mod
 from oaken.daemon.index_worker import IndexWorker
 from oaken.errors import VectorUnavailable
-from oaken.index import coverage, embedding, indexer, vector_fragments, vectors
+from oaken.index import coverage, embedding, indexer, vector_ann, vector_fragments, vectors
 from oaken.index.embedders import load_embedder
 from oaken.index.keyword import KeywordIndex
 from oaken.index.vector_rows import arrow_table
@@ -568,7 +568,7 @@ def test_maintenance_keeps_the_ann_partitions_and_adds_new_rows_as_a_delta(
     target size is joined to another, which merges every delta and builds every partition's graph
     again (at a million messages, tens of minutes of the daemon's index pass). A maintenance keeps
     the partitions the store chose and adds new rows as a delta."""
-    monkeypatch.setattr(vectors, "ann_partitions", lambda rows: 4)  # partitions Lance finds too small
+    monkeypatch.setattr(vector_ann, "ann_partitions", lambda rows: 4)  # partitions Lance finds too small
     rng = np.random.default_rng(8)
     dim, base = 16, 2000
     store = VectorStore(tmp_path, create=True, ann_min_rows=500, retention_seconds=0.0)
@@ -592,7 +592,7 @@ def test_maintenance_keeps_the_ann_partitions_and_adds_new_rows_as_a_delta(
 
 def test_an_index_of_another_type_is_built_again_as_ivf_rq(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A store from before IVF_RQ holds an IVF-HNSW-SQ index (a 2 GB graph at a million messages,
-    recall 0.957 there): the next maintenance builds it again as vectors.ANN_INDEX_TYPE, once,
+    recall 0.957 there): the next maintenance builds it again as vector_ann.ANN_INDEX_TYPE, once,
     and searches give the exact nearest chunks before and after."""
     rng = np.random.default_rng(11)
     dim, n = 16, 1500
@@ -613,7 +613,7 @@ def test_an_index_of_another_type_is_built_again_as_ivf_rq(tmp_path: Path, monke
     assert kind() == "IVF_HNSW_SQ" and store._index_outdated()
     assert "index_rebuilt" not in store.maintain(index=False)  # a pass's mid-way maintenance builds nothing
     assert "index_rebuilt" in store.maintain()
-    assert kind() == vectors.ANN_INDEX_TYPE and not store._index_outdated()
+    assert kind() == vector_ann.ANN_INDEX_TYPE and not store._index_outdated()
     assert {i: nearest(i) for i in exact} == exact
     assert "index_rebuilt" not in store.maintain()  # once
 

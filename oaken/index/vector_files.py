@@ -180,3 +180,19 @@ def read_cursor(data_dir: Path) -> int:
 
 def write_cursor(data_dir: Path, seq: int) -> None:
     write_json(vectors_path(data_dir) / CURSOR_FILE, {"seq": seq})
+
+
+def ann_base_rows(state: dict[str, Any] | None) -> int | None:
+    """Rows the ANN index was last built over, as the state file records them (None: not known,
+    as for a store built before it did)."""
+    value = state.get("ann_base_rows") if isinstance(state, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def writes_since_upkeep(state: dict[str, Any] | None) -> int:
+    """Writes since the last maintenance, as the state file counts them: each pass opens its own
+    store, so a count kept only in memory would never reach maintain_every."""
+    try:
+        return int(state.get("writes_since_upkeep", 0)) if isinstance(state, dict) else 0
+    except (ValueError, TypeError):
+        return 0

@@ -233,3 +233,14 @@ def arrow_table(fp: Fingerprint, fields: Mapping[int, MessageFields], chunks: Se
     arrays = [pa.array(cols[f.name], f.type) for f in schema if f.name != "vector"]
     vector = pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel(), pa.float32()), fp.dim)
     return pa.Table.from_arrays([*arrays, vector], schema=schema)
+
+
+def stored_fields(rows: Any) -> dict[int, MessageFields]:
+    """Each message's fields in `rows` (an Arrow table holding the message and field columns), as
+    its first row holds them: a message's rows all carry its fields."""
+    _, first = np.unique(rows.column("message").to_numpy(), return_index=True)
+    out: dict[int, MessageFields] = {}
+    for r in rows.take(first).select(["message", *FIELD_COLUMNS]).to_pylist():
+        r["labels"], r["folders"] = tuple(r["labels"]), tuple(r["folders"])
+        out[r["message"]] = MessageFields(**r)
+    return out

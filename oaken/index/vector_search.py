@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from oaken.index import vector_ann
 from oaken.index.vector_rows import VectorChunkHit, VectorFilters, where_sql
 
 
@@ -32,7 +33,6 @@ class VectorSearch:
         times as many as asked for (at most ANN_REFINE_MAX_EXTRA more), are re-scored exactly here
         and the best `limit` kept. Brute force and a bypassed index are re-scored the same way, so
         one threshold holds on every path."""
-        from oaken.index import vectors  # its ANN search settings: read there, where they are tuned
 
         q = np.asarray(query_vector, dtype=np.float32).ravel()
         norm = float(np.linalg.norm(q))
@@ -42,7 +42,9 @@ class VectorSearch:
         limit = max(1, int(limit))
         where = where_sql(filters)
         fetch = (
-            limit if filters.selective else limit + min(limit * (vectors.ANN_REFINE - 1), vectors.ANN_REFINE_MAX_EXTRA)
+            limit
+            if filters.selective
+            else limit + min(limit * (vector_ann.ANN_REFINE - 1), vector_ann.ANN_REFINE_MAX_EXTRA)
         )
         t = None
         if where and filters.broad:
@@ -79,8 +81,6 @@ class VectorSearch:
         `_distance` and `_rowid` Lance adds): the filter applied before the search (`prefilter`)
         or to its results. Superseded rows (oaken.index.vector_superseded) are dropped here, and
         more asked for when they took places."""
-        from oaken.index import vectors
-
         table = self.table()
         k = fetch
         while True:
@@ -88,8 +88,8 @@ class VectorSearch:
             if filters.selective:
                 nearest["use_index"] = False
             else:
-                nearest["nprobes"] = vectors.ann_nprobes(int(table.count_rows()))
-                nearest["ef"] = max(vectors.ANN_EF, 2 * k)
+                nearest["nprobes"] = vector_ann.ann_nprobes(int(table.count_rows()))
+                nearest["ef"] = max(vector_ann.ANN_EF, 2 * k)
             # _distance is not used (the cosine is computed in `search`), but leaving it out makes
             # Lance warn on every search
             found = table.to_table(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from oaken.index import vector_ann
 from oaken.index.vector_files import STATE_FILE, write_json
 from oaken.index.vector_fragments import (
     MAX_INDEX_DELTAS,
@@ -202,7 +203,7 @@ class VectorUpkeep:
         million messages (3.5M rows, 4 partitions) a maintenance after 350 new rows ran 25
         minutes on both cores without finishing (docs/scale.md), and a first build's own
         maintenance joined the partitions it had just built (tests/test_vectors.py). The
-        partitions are Oaken's choice (vectors.ann_partitions), renewed by the rebuild in
+        partitions are Oaken's choice (vector_ann.ann_partitions), renewed by the rebuild in
         _bound_deltas; Lance is asked for a plain delta (`num_indices_to_merge=0`, which skips
         the rebalancing).
 
@@ -260,28 +261,25 @@ class VectorUpkeep:
             materialize(table, set())  # every fragment holding a deleted row, the big ones too
 
     def _build_index(self, table: Any, *, replace: bool = False) -> None:
-        from oaken.index import vectors  # its ANN build settings: read there, where they are tuned
 
         rows = self.count()
         table.create_index(
             "vector",
-            index_type=vectors.ANN_INDEX_TYPE,
+            index_type=vector_ann.ANN_INDEX_TYPE,
             metric="cosine",
             replace=replace,
-            num_partitions=vectors.ann_partitions(rows),
-            num_bits=vectors.ANN_NUM_BITS,
+            num_partitions=vector_ann.ann_partitions(rows),
+            num_bits=vector_ann.ANN_NUM_BITS,
         )
         self._ann_base_rows = rows
 
     def _index_outdated(self) -> bool:
-        """Whether the ANN index is of another type than vectors.ANN_INDEX_TYPE: a store from
+        """Whether the ANN index is of another type than vector_ann.ANN_INDEX_TYPE: a store from
         before IVF_RQ holds an IVF-HNSW-SQ index, built again once by the next maintenance."""
-        from oaken.index import vectors
-
         name = self._vector_index_name()
         if name is None:
             return False
-        return str(self.table().stats.index_stats(name).get("index_type")) != vectors.ANN_INDEX_TYPE
+        return str(self.table().stats.index_stats(name).get("index_type")) != vector_ann.ANN_INDEX_TYPE
 
     def index_deltas(self) -> tuple[int, int] | None:
         """(delta indexes beside the first, rows indexed) of the ANN index; None without one."""

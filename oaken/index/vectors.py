@@ -23,7 +23,7 @@ ANN search a mask over the partitions it visits.
 The rows and their schema are oaken.index.vector_rows'; the small files beside the table (its
 state, the rebuilding marker, the embedding pass's records) are oaken.index.vector_files'; the
 upkeep (state summary, compaction, cleanup, index builds) is oaken.index.vector_upkeep's; the
-search is oaken.index.vector_search's.
+search is oaken.index.vector_search's; the ANN index's settings are oaken.index.vector_ann's.
 
 The stated bound: after maintenance the folder holds the live rows, the ANN index, and the
 versions of roughly the last two retention periods plus at most `maintain_every` writes. Tested:
@@ -32,7 +32,6 @@ versions of roughly the last two retention periods plus at most `maintain_every`
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import threading
@@ -45,6 +44,7 @@ from oaken.errors import VectorUnavailable
 from oaken.index.vector_files import (  # noqa: F401 - re-exported
     REBUILDING_FILE,
     STATE_FILE,
+    ann_base_rows,
     cleanup_after,
     cleanup_due,
     drop,
@@ -55,6 +55,7 @@ from oaken.index.vector_files import (  # noqa: F401 - re-exported
     rebuilt,
     vectors_path,
     write_json,
+    writes_since_upkeep,
 )
 from oaken.index.vector_rows import (  # noqa: F401 - the row types re-exported: callers import them here
     FIELD_COLUMNS,
@@ -69,6 +70,7 @@ from oaken.index.vector_rows import (  # noqa: F401 - the row types re-exported:
     ids_sql,
     normal,
     schema_of,
+    stored_fields,
     where_sql,
 )
 from oaken.index.vector_search import VectorSearch
@@ -89,49 +91,6 @@ os.environ.setdefault("LANCE_LOG", "error")
 ANN_MIN_ROWS = 10_000  # brute force below (exact; ~20 ms at 10k with prefilters), the ANN index above (~4 ms)
 RETENTION_SECONDS = 60.0  # a version outlives its successor by this long: longer than any search
 MAINTAIN_EVERY = 20  # writes between compactions
-# The ANN index: about sqrt(rows) IVF partitions, each row a RaBitQ code of ANN_NUM_BITS bits a
-# dimension (IVF_RQ), a search scanning the partitions nearest the query (ann_nprobes), whose
-# candidates are re-scored exactly from the stored vectors (ANN_REFINE). On 1M chunks made from
-# real MiniLM vectors it found 0.987 of the exact top 10 messages (text questions) at the speed of
-# the IVF-HNSW-SQ index it replaced (one graph of up to 1M rows, M = 32, ef 1,000: 0.957), built
-# in 121 s against 733 s, in 266 MB against 731 MB, and holds no graph in memory (~2 GB resident
-# at 3.5M rows). Small partitions also bound what Lance's row mask costs a search (each row of
-# each partition visited is checked when any row is deleted or outside the index): a fifth of
-# the table, against all of it. docs/ann-recall.md.
-ANN_INDEX_TYPE = "IVF_RQ"
-ANN_NUM_BITS = 5  # 1 bit: 0.84-0.93 at 1M whatever nprobes (refine 4 included)
-# Partitions a query visits: at least ANN_NPROBES_MIN, and ANN_PROBE_SHARE of them. At 1M chunks
-# (1,000 partitions) 100 gave 0.956 and 200 gave 0.987; at 3.5M (1,876) 200 gave 0.973 and 300
-# 0.983, so a fixed count loses recall as the partitions multiply (docs/ann-recall.md).
-ANN_NPROBES_MIN = 200
-ANN_PROBE_SHARE = 0.2
-# A fixed count instead (benchmarks set it); None: ann_nprobes.
-ANN_NPROBES: int | None = None
-# HNSW's search beam, for the IVF-HNSW-SQ index a store from before IVF_RQ holds until its next
-# full maintenance builds the new one (IVF_RQ ignores it): 1,000 gave 0.96 at 1M chunks.
-ANN_EF = 1000
-# Candidates fetched from the ANN index per chunk asked for, then re-scored exactly from the stored
-# vectors (see VectorStore.search): the index ranks by quantized vectors, so its order near the
-# cut is loose.
-ANN_REFINE = 2
-# ...but at most this many more: a hybrid search's 500 candidates re-scored from 1,000 cost 17 ms
-# against 13 ms from 500 (Enron, 23k chunks), and past the first hundred the order near the cut
-# no longer moves a page (docs/ann-recall.md: page recall alike at refine 1 and 2)
-ANN_REFINE_MAX_EXTRA = 64
-
-
-def ann_partitions(rows: int) -> int:
-    """IVF partitions for an index over `rows` vectors: about sqrt(rows), so a partition holds
-    about as many rows as there are partitions (docs/ann-recall.md: rows/4096, 244 partitions at 1M
-    chunks, needed 100 of them scanned for 0.98, twice the rows sqrt's 200 read)."""
-    return max(1, round(math.sqrt(rows)))
-
-
-def ann_nprobes(rows: int) -> int:
-    """Partitions a search of an index over about `rows` vectors visits (see ANN_NPROBES_MIN)."""
-    if ANN_NPROBES is not None:
-        return ANN_NPROBES
-    return max(ANN_NPROBES_MIN, round(ann_partitions(rows) * ANN_PROBE_SHARE))
 
 
 class VectorStore(VectorUpkeep, VectorSearch):
@@ -156,9 +115,9 @@ class VectorStore(VectorUpkeep, VectorSearch):
         self.maintain_every = maintain_every
         self.upkeep_later = upkeep_later
         state = read_state(data_dir)  # once: the writes counted since the upkeep, a cleanup due
-        self._writes = _writes_since_upkeep(state)
+        self._writes = writes_since_upkeep(state)
         self._cleanup_after = cleanup_after(state)
-        self._ann_base_rows = _ann_base_rows(state)
+        self._ann_base_rows = ann_base_rows(state)
         self._state_written = 0.0
         self._local = threading.local()  # this thread's handle on the table (see `table`)
         self._session: Any = None
@@ -322,7 +281,7 @@ class VectorStore(VectorUpkeep, VectorSearch):
     def fields_between(self, low: int, high: int) -> dict[int, MessageFields]:
         """The prefilter fields stored for each message with an id in [low, high] (its first row's:
         a message's rows all carry its fields)."""
-        return _stored_fields(
+        return stored_fields(
             self.live(["message", *FIELD_COLUMNS], f"message >= {int(low)} AND message <= {int(high)}")
         )
 
@@ -391,7 +350,7 @@ class VectorStore(VectorUpkeep, VectorSearch):
         schema = self.table().schema
         rows = self.live(schema.names, f"message IN ({ids_sql(by_message)})")
         # a read-state, star or category change reaches the feed too, but not these fields
-        changed = sorted(m for m, f in _stored_fields(rows).items() if by_message[m] != f)
+        changed = sorted(m for m, f in stored_fields(rows).items() if by_message[m] != f)
         if not changed:
             return
         rows = rows.filter(pc.is_in(rows.column("message"), pa.array(changed, pa.int64())))
@@ -427,17 +386,6 @@ class VectorStore(VectorUpkeep, VectorSearch):
         self._wrote()
 
 
-def _stored_fields(rows: Any) -> dict[int, MessageFields]:
-    """Each message's fields in `rows` (an Arrow table holding the message and field columns), as
-    its first row holds them: a message's rows all carry its fields."""
-    _, first = np.unique(rows.column("message").to_numpy(), return_index=True)
-    out: dict[int, MessageFields] = {}
-    for r in rows.take(first).select(["message", *FIELD_COLUMNS]).to_pylist():
-        r["labels"], r["folders"] = tuple(r["labels"]), tuple(r["folders"])
-        out[r["message"]] = MessageFields(**r)
-    return out
-
-
 def open_for_search(data_dir: Path, expected: Fingerprint) -> VectorStore:
     """The store, checked: raises VectorUnavailable with no_vector_store, model_mismatch or
     no_vectors when it cannot answer."""
@@ -449,19 +397,3 @@ def open_for_search(data_dir: Path, expected: Fingerprint) -> VectorStore:
             f"{store.path}: no vectors yet; embedding runs behind keyword indexing (`oaken reindex` or the daemon)",
         )
     return store
-
-
-def _ann_base_rows(state: dict[str, Any] | None) -> int | None:
-    """Rows the ANN index was last built over, as the state file records them (None: not known,
-    as for a store built before it did)."""
-    value = state.get("ann_base_rows") if isinstance(state, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _writes_since_upkeep(state: dict[str, Any] | None) -> int:
-    """Writes since the last maintenance, as the state file counts them: each pass opens its own
-    store, so a count kept only in memory would never reach maintain_every."""
-    try:
-        return int(state.get("writes_since_upkeep", 0)) if isinstance(state, dict) else 0
-    except (ValueError, TypeError):
-        return 0
