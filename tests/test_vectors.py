@@ -558,7 +558,7 @@ def test_ann_index_deltas_stay_few_and_searches_stay_exact(tmp_path: Path) -> No
         store.upsert({m: fields(m) for m in ms}, [ChunkVector(m, m, more[m - lo]) for m in ms])
         rebuilt = rebuilt or "index_rebuilt" in store.maintain()
     assert rebuilt and store.index_deltas()[0] <= vector_upkeep.MAX_INDEX_DELTAS
-    assert store._ann_base_rows is not None and store._ann_base_rows > base * (1 + vector_upkeep.REBUILD_SHARE)
+    assert store._ann_base_rows is not None and store._ann_base_rows > base * (1 + vector_fragments.REBUILD_SHARE)
 
 
 def test_maintenance_keeps_the_ann_partitions_and_adds_new_rows_as_a_delta(

@@ -22,8 +22,9 @@ ANN search a mask over the partitions it visits.
 
 The rows and their schema are oaken.index.vector_rows'; the small files beside the table (its
 state, the rebuilding marker, the embedding pass's records) are oaken.index.vector_files'; the
-upkeep (state summary, compaction, cleanup, index builds) is oaken.index.vector_upkeep's; the
-search is oaken.index.vector_search's; the ANN index's settings are oaken.index.vector_ann's.
+upkeep (state summary, compaction, cleanup) is oaken.index.vector_upkeep's, its index builds
+oaken.index.vector_indexes'; the search is oaken.index.vector_search's; the ANN index's settings
+are oaken.index.vector_ann's.
 
 The stated bound: after maintenance the folder holds the live rows, the ANN index, and the
 versions of roughly the last two retention periods plus at most `maintain_every` writes. Tested:
