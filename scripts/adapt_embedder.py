@@ -37,6 +37,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -49,15 +50,10 @@ MIN_BODY_CHARS = 80
 
 def training_pairs(data_dir: Path, limit: int, seed: int) -> list[tuple[str, str]]:
     """(subject, first body chunk) per message, distinct subjects and bodies, in a seeded order."""
-    from oaken.index.keyword import KeywordIndex
+    from eval_embedder import body_chunks
 
-    with KeywordIndex(data_dir) as index:
-        chunks, after = [], 0
-        while batch := index.body_chunks(after_id=after, limit=5000):
-            chunks.extend(batch)
-            after = batch[-1].id
     first: dict[int, object] = {}
-    for c in chunks:  # by id: a message's first chunk comes first
+    for c in body_chunks(data_dir):  # by id: a message's first chunk comes first
         first.setdefault(c.message, c)
     messages = sorted(first)
     random.Random(seed).shuffle(messages)

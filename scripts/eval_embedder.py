@@ -116,13 +116,19 @@ def derived_name(addr: str) -> str:
     return " ".join(w.capitalize() for w in words) if len(words) > 1 else addr
 
 
-def read_corpus(data_dir: Path, text_format: str = "subject") -> Corpus:
+def body_chunks(data_dir: Path) -> list:
+    """Every body chunk of a data dir's index.db (the ones the vector side embeds), by id."""
     with KeywordIndex(data_dir) as index:
         chunks = []
         after = 0
         while batch := index.body_chunks(after_id=after, limit=5000):
             chunks.extend(batch)
             after = batch[-1].id
+    return chunks
+
+
+def read_corpus(data_dir: Path, text_format: str = "subject") -> Corpus:
+    chunks = body_chunks(data_dir)
     msgs = sorted({c.message for c in chunks})
     # Message-IDs straight from raw.db, read-only: Store.metas reads tables a newer schema adds,
     # and a kept data dir is not migrated by a read-only open

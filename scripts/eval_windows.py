@@ -29,7 +29,6 @@ sys.path.insert(0, str(REPO))
 import eval_embedder as E  # noqa: E402
 
 from oaken.evals import questions as questions_mod  # noqa: E402
-from oaken.index.keyword import KeywordIndex  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2@openvino-int8"
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -57,11 +56,7 @@ def windows(text: str, words: int) -> list[str]:
 def build(data: Path, mode: str, words: int) -> E.Corpus:
     """eval_embedder's Corpus with a row per chunk ("chunks"), per window ("windows"), or per chunk
     plus per window of chunks that split into more than one ("both")."""
-    with KeywordIndex(data) as index:
-        chunks, after = [], 0
-        while batch := index.body_chunks(after_id=after, limit=5000):
-            chunks.extend(batch)
-            after = batch[-1].id
+    chunks = E.body_chunks(data)
     msgs = sorted({c.message for c in chunks})
     row = {m: i for i, m in enumerate(msgs)}
     raw = sqlite3.connect(f"file:{data / 'raw.db'}?mode=ro", uri=True)

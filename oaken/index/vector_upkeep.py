@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,9 +50,9 @@ DEFER_LIMIT = 5
 
 class VectorUpkeep(VectorIndexes):
     """The upkeep half of oaken.index.vectors.VectorStore (its base class): what keeps vectors/
-    small and its state summary current while the store is written."""
+    small and its state summary current while the store is written. `path`, `_ann_base_rows`,
+    `table` and `count` are declared on VectorIndexes, its base."""
 
-    path: Path
     ann_min_rows: int
     retention_seconds: float
     maintain_every: int
@@ -61,15 +60,10 @@ class VectorUpkeep(VectorIndexes):
     _writes: int
     _state_written: float
     _cleanup_after: float | None  # when a deferred cleanup may run (time.time()); see tidy
-    _ann_base_rows: int | None  # rows the ANN index was last built over (None: not known)
 
     if TYPE_CHECKING:  # VectorStore's
-
-        def table(self) -> Any: ...
-
         superseded: SupersededRows
 
-        def count(self) -> int: ...
         def fingerprint(self) -> Fingerprint | None: ...
         def backends(self) -> list[str]: ...
         def settle(self) -> None: ...
