@@ -81,7 +81,19 @@ def _index_status(cfg: Config) -> dict[str, Any]:
         from oaken.index import keyword
     except ImportError:
         return {"state": "not built"}
-    return keyword.status(config_mod.resolve_data_dir(cfg))
+    data_dir = config_mod.resolve_data_dir(cfg)
+    out = keyword.status(data_dir)
+    if cfg.index.keyword_engine == "tantivy" and out.get("state") == "ok":  # what ranks word searches
+        from oaken.index.keyword.text import ranking, schema
+        from oaken.index.keyword.whole import published
+
+        if not ranking.installed():
+            out["text"] = {"state": "not installed", "problem": "pip install 'oaken[tantivy]'; FTS5 ranks meanwhile"}
+        else:
+            live = published(data_dir)
+            generation = live.stem.removeprefix("index-") if live is not None else None
+            out["text"] = schema.state(data_dir, int(out["seq"]), generation)
+    return out
 
 
 def _vector_status(cfg: Config) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from oaken import chunking, diskspace, extras, log
 from oaken import config as config_mod
 from oaken.config import Config
 from oaken.errors import IndexUnavailable, OakenError, StoreError
-from oaken.index import keyword, writelock
+from oaken.index import keyword, text_pass, writelock
 from oaken.index.feed_batches import Progress, follow
 from oaken.index.keyword import checks
 from oaken.index.keyword.schema import known_damage, mark_damaged
@@ -47,6 +47,7 @@ class IndexReport:
     rebuilt: bool = False  # index.db was built again (not a first build): rebuild_reason says why
     vectors: dict[str, Any] | None = field(default=None)  # the vector pass's report, if it ran
     rebuild_reason: str | None = None
+    text: dict[str, Any] | None = None  # what the text index pass did (keyword_engine = "tantivy")
 
 
 def _open_store(data_dir: Path) -> Store:
@@ -111,6 +112,7 @@ def _keyword_pass(cfg: Config, data_dir: Path, *, progress: Progress | None, reb
                 writer.discard()
                 raise
             _SOUND.add(_identity(keyword.index_path(data_dir), generation))  # built here: checked by building
+        text = text_pass.follow_text(cfg, data_dir, store)
     report = IndexReport(
         indexed=counts["indexed"],
         updated=counts["updated"],
@@ -121,6 +123,7 @@ def _keyword_pass(cfg: Config, data_dir: Path, *, progress: Progress | None, reb
         seconds=time.perf_counter() - started,
         rebuilt=reason is not None,
         rebuild_reason=reason,
+        text=text,
     )
     log.get("oaken.index").info("index.keyword_done", **{k: v for k, v in report.__dict__.items() if k != "vectors"})
     return report

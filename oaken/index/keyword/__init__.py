@@ -48,6 +48,8 @@ Modules (import the names above from oaken.index.keyword; the modules are its pa
   whole     index.db as a whole: status (for `oaken status`), publishing a rebuilt one, drop
   tokenizer the FTS5 tokenizer every connection registers (schema.connect); docs/cjk.md
   snippets  which column a chunk's snippet is cut from
+  text      the text index: Tantivy ranking word searches beside FTS5 ([index] keyword_engine =
+            "tantivy"), only while it mirrors index.db exactly (text/__init__.py)
 """
 
 from oaken.index.keyword.reader import KeywordIndex

@@ -35,13 +35,14 @@ from oaken.index.keyword.schema import (
     unavailable,
 )
 from oaken.index.keyword.stored import StoredReads
+from oaken.index.keyword.text.ranking import TextRanking, installed
 
 # a chunk's snippet around its matches, with the markers the table and --json show (snippets.py)
 _SNIPPET = snippets_mod.SQL
 _SNIPPET_MARKS = snippets_mod.MARKS
 
 
-class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails):
+class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails, TextRanking):
     """An open index.db for searching. Raises IndexUnavailable when it is missing, corrupt or locked."""
 
     def __init__(
@@ -60,6 +61,7 @@ class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails):
             c.weight_attachments,
         )
         self._bm25 = f"bm25(fts, {', '.join(repr(float(w)) for w in self.weights)})"
+        self._text = c.keyword_engine == "tantivy" and installed()  # rank with the text index when level
         if not self.path.exists():
             raise unavailable(self.path, "missing", "no file")
         found = known_damage(self.path)
@@ -169,7 +171,9 @@ class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails):
         words each chunk holds; reading and cutting its text is for the page only)."""
         conds, params, subject = filter_sql(filters)
         expr, n_subject = self._expression(match, subject, filters)
-        first = self._ranked_first(expr, conds, params, limit)
+        first = self._text_first(expr, conds, params, limit) if self._text else None
+        if first is None:
+            first = self._ranked_first(expr, conds, params, limit)
         matches = None  # how many chunks match, when every one was ranked
         if first is not None:
             ranked, matches = first

@@ -1,0 +1,91 @@
+"""The text index opened for ranking, kept between searches in a long-lived process.
+
+A ranker answers only for the index.db it mirrors: same generation, same change seq, cut as this
+code cuts (schema.Sidecar). Otherwise (missing, behind, damaged) there is none and the caller
+ranks with FTS5, which holds the same words: the answer is whole, only slower.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import tantivy
+
+from oaken import log
+from oaken.index.keyword.text.expr import Compiler
+from oaken.index.keyword.text.schema import SIDECAR, Sidecar, mark_damaged, read_sidecar, repeats, text_dir
+from oaken.index.keyword.text.tokens import Tokens
+
+
+class Ranker:
+    """An open text index: the best chunks for a MATCH, as (chunk, message, score)."""
+
+    def __init__(self, directory: Path, sidecar: Sidecar, quoted_weight: float) -> None:
+        self.sidecar = sidecar
+        self._index = tantivy.Index.open(str(directory))
+        self._searcher = self._index.searcher()
+        self._tokens = Tokens()
+        self._quoted = quoted_weight
+
+    def ranked(self, expr: str, k: int) -> tuple[list[tuple[int, int, float]], int]:
+        """The best `k` chunks, best first, and how many were found (fewer than k: every match)."""
+        query = Compiler(self._index.schema, self._tokens, self._quoted).compile(expr)
+        found = self._searcher.search(query, k, count=False).hits
+        addresses = [a for _, a in found]
+        chunks = self._searcher.fast_field_values("chunk", addresses)
+        messages = self._searcher.fast_field_values("message", addresses)
+        return [(int(c or 0), int(m or 0), float(s)) for (s, _), c, m in zip(found, chunks, messages)], len(found)
+
+
+_LOCK = threading.Lock()
+# by (directory, weight_quoted, pid): a process forked from one holding it opens its own (Tantivy's
+# threads are not in the child)
+_OPEN: dict[tuple[str, float, int], tuple[tuple[int, int, int], Ranker]] = {}
+_WARNED: set[str] = set()
+
+
+def ranker(data_dir: Path, weights: tuple[float, ...], generation: str, seq: int) -> Ranker | None:
+    """The text index of `data_dir` when it mirrors index.db at this generation and seq; else None."""
+    directory = text_dir(data_dir)
+    try:
+        st = (directory / SIDECAR).stat()
+    except OSError:
+        return None
+    signature = (st.st_ino, st.st_mtime_ns, st.st_size)
+    key = (str(directory), weights[4], os.getpid())
+    with _LOCK:
+        cached = _OPEN.get(key)
+        if cached is None or cached[0] != signature:
+            sidecar = read_sidecar(directory)
+            if sidecar is None:
+                return None
+            try:
+                opened = Ranker(directory, sidecar, weights[4])
+            except (ValueError, OSError) as e:  # damaged: the next keyword pass builds it again
+                failed(directory, f"the text index cannot be opened ({e})")
+                return None
+            _OPEN[key] = cached = (signature, opened)
+    found = cached[1]
+    s = found.sidecar
+    if s.generation != generation or s.seq != seq or not s.fits(repeats(weights)):
+        return None
+    return found
+
+
+def failed(directory: Path, what: str) -> None:
+    """Said once a process, and noted for the writer: FTS5 ranks until the next pass builds it again."""
+    mark_damaged(directory, what)
+    if str(directory) not in _WARNED:
+        _WARNED.add(str(directory))
+        log.get("oaken.index").warning(
+            "index.text_unusable", path=str(directory), reason=what, note="ranking with FTS5 until it is built again"
+        )
+
+
+def forget() -> None:
+    """Close every kept text index (tests; a process that moved the data dir)."""
+    with _LOCK:
+        _OPEN.clear()
+        _WARNED.clear()

@@ -1,0 +1,57 @@
+"""After each keyword pass: the text index ([index] keyword_engine = "tantivy") brought level with
+index.db, or deleted when the engine is FTS5 again.
+
+A failure here fails nothing else: index.db is already up to date and searches rank with FTS5
+until a later pass brings the text index level (oaken/index/keyword/text/writer.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+
+from oaken import log
+from oaken.config import Config
+from oaken.errors import IndexUnavailable
+from oaken.index import keyword
+from oaken.index.keyword.text import ranking
+from oaken.index.keyword.text.schema import drop
+from oaken.store import Store
+
+INSTALL = (
+    "[index] keyword_engine = \"tantivy\" needs the tantivy extra (`pip install 'oaken[tantivy]'`); ranking with FTS5"
+)
+
+
+def follow_text(cfg: Config, data_dir: Path, store: Store) -> dict | None:
+    """What was done to the text index (None: nothing to do, the engine is FTS5)."""
+    if cfg.index.keyword_engine != "tantivy":
+        if drop(data_dir):
+            log.get("oaken.index").info("index.text_dropped", path=str(data_dir / "text"), reason="keyword_engine fts5")
+        return None
+    if not ranking.installed():
+        log.get("oaken.index").warning("index.text_unavailable", reason=INSTALL)
+        return {"text": "not installed"}
+    from oaken.index.keyword.text import writer
+    from oaken.index.keyword.text.schema import Sidecar, repeats
+
+    def changed(seq: int) -> list[int]:
+        out: set[int] = set()
+        while page := store.changes_since(seq, limit=5000):
+            out.update(c.message for c in page)
+            seq = page[-1].seq
+        return sorted(out)
+
+    try:
+        with keyword.KeywordIndex(data_dir, cfg.index, fresh=True) as idx:
+            want = Sidecar(idx.generation(), idx.seq(), repeats(idx.weights))
+            report = writer.follow(data_dir, idx.db, changed, want, *idx.counts())
+    except (ValueError, OSError, apsw.Error, IndexUnavailable) as e:
+        log.get("oaken.index").warning(
+            "index.text_failed", path=str(data_dir / "text"), error=str(e), note="searches rank with FTS5 meanwhile"
+        )
+        return {"text": "failed", "error": str(e)}
+    if report["text"] != "level":
+        log.get("oaken.index").info("index.text_done", **report)
+    return report
