@@ -86,6 +86,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--out", type=Path, default=None, help="where results go (default: <data dir>/evals)")
     r.add_argument("--keep", type=Path, help="build the data here and keep it (default: a temp folder)")
+    r.add_argument(
+        "--keyword-engine",
+        choices=("fts5", "tantivy"),
+        default="fts5",
+        help="what ranks word searches ([index] keyword_engine; tantivy needs the tantivy extra); "
+        "named in the result files when not the default",
+    )
     q = sub.add_parser("questions", help="check the real-mail question set: paraphrase overlap, the dev/test split")
     q.add_argument("--corpora", type=Path, default=None, help="the folder holding the corpora (as with --real)")
     c = sub.add_parser("calibrate", help="tune low_confidence on one seed, report it on another")
@@ -132,6 +139,7 @@ def _retrieval(args: argparse.Namespace) -> int:
         args.corpus, args.questions = real_set(args.corpora)
     if bool(args.corpus) != bool(args.questions):
         raise EvalError("--corpus and --questions go together: folders of mail and their question files")
+    index = None if args.keyword_engine == "fts5" else {"keyword_engine": args.keyword_engine}
     if args.corpus:
         run = harness.corpus(
             args.corpus,
@@ -140,7 +148,8 @@ def _retrieval(args: argparse.Namespace) -> int:
             workdir=args.keep,
             backend=args.backend,
             split=args.split,
-            name="real" if args.real else None,
+            name=_run_name(args, index),
+            index=index,
         )
     else:
         if args.split != "all":
@@ -153,12 +162,20 @@ def _retrieval(args: argparse.Namespace) -> int:
             workdir=args.keep,
             backend=args.backend,
             distractors=args.distractors,
+            index=index,
         )
-    print(retrieval.answered_by(run.meta) + "\n")
+    print(retrieval.answered_by(run.meta))
+    print(retrieval.ranked_by(run.meta) + "\n")
     print(retrieval.table(run.scores))
     paths = retrieval.write(run.scores, run.rankings, args.out or default_out(), run.name, run.meta)
     print(f"\nwritten: {paths[0]} {paths[1]}", file=sys.stderr)
     return 0
+
+
+def _run_name(args: argparse.Namespace, index: dict | None) -> str:
+    """The result files' stem before the model's tag: the engine named when it is not FTS5."""
+    base = "real" if args.real else "-".join(Path(d).name for d in args.corpus)
+    return base if index is None else f"{base}-{args.keyword_engine}"
 
 
 def _questions(args: argparse.Namespace) -> int:

@@ -105,6 +105,7 @@ def prepare_synthetic(
         "indexed": done.indexed,
         "vector_coverage": done.vector_coverage,
         "vectors": vector_path(config),
+        "text": text_state(config),
         "seconds_store": round(t_raw, 1),
         "seconds_index": round(time.perf_counter() - t, 1),
     }
@@ -147,9 +148,19 @@ def prepare_corpus(
             "indexed": done.indexed,
             "vector_coverage": done.vector_coverage,
             "vectors": vector_path(config),
+            "text": text_state(config),
             "seconds_index": round(time.perf_counter() - t, 1),
         },
     )
+
+
+def text_state(config: Config) -> dict | None:
+    """The text index's state when Tantivy is asked to rank ([index] keyword_engine), else None."""
+    if config.index.keyword_engine == "fts5":
+        return None
+    from oaken import api
+
+    return api.status(config=config)["index"].get("text")
 
 
 def _backend(config: Config) -> str | None:

@@ -162,6 +162,14 @@ def answered_by(meta: dict) -> str:
     return "Vector side: none."
 
 
+def ranked_by(meta: dict) -> str:
+    """Which engine ranked the keyword side, and whether the text index was level (else FTS5 did)."""
+    text = meta.get("text") or {}
+    if not text:
+        return "Keyword side ranked by FTS5."
+    return f"Keyword side ranked by {'Tantivy (the text index)' if text.get('state') == 'ok' else 'FTS5'}: text index {text}."
+
+
 def write(
     scores: Sequence[Score], rankings: Sequence[Ranking], out_dir: Path, name: str, meta: dict
 ) -> tuple[Path, Path]:
@@ -187,7 +195,8 @@ def write(
     json_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     settings = ", ".join(f"{k}={v}" for k, v in meta.items() if not isinstance(v, (dict, list)))
     md_path.write_text(
-        f"# Retrieval eval: {name}\n\n{settings}\n\n{answered_by(meta)}\n\n{table(scores)}\n", encoding="utf-8"
+        f"# Retrieval eval: {name}\n\n{settings}\n\n{answered_by(meta)}\n{ranked_by(meta)}\n\n{table(scores)}\n",
+        encoding="utf-8",
     )
     return json_path, md_path
 
