@@ -29,14 +29,19 @@ class Ranker:
         self._tokens = Tokens()
         self._quoted = quoted_weight
 
-    def ranked(self, expr: str, k: int) -> tuple[list[tuple[int, int, float]], int]:
-        """The best `k` chunks, best first, and how many were found (fewer than k: every match)."""
+    def ranked(self, expr: str, k: int) -> tuple[list[tuple[int, int, float]], bool]:
+        """The best `k` chunks, best first, and whether they are every match. `k` is held to the
+        number of documents (a page far past the end asks for more than there are: Tantivy would
+        reserve room for all of them)."""
         query = Compiler(self._index.schema, self._tokens, self._quoted).compile(expr)
+        every = self._searcher.num_docs
+        k = max(1, min(k, every))
         found = self._searcher.search(query, k, count=False).hits
         addresses = [a for _, a in found]
         chunks = self._searcher.fast_field_values("chunk", addresses)
         messages = self._searcher.fast_field_values("message", addresses)
-        return [(int(c or 0), int(m or 0), float(s)) for (s, _), c, m in zip(found, chunks, messages)], len(found)
+        hits = [(int(c or 0), int(m or 0), float(s)) for (s, _), c, m in zip(found, chunks, messages)]
+        return hits, len(found) < k or k >= every
 
 
 _LOCK = threading.Lock()

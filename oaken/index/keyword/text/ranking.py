@@ -55,7 +55,7 @@ class TextRanking:
         where = "".join(" AND " + c for c in conds)
         for _ in range(WIDENINGS + 1):
             try:
-                hits, got = found.ranked(expr, k)
+                hits, complete = found.ranked(expr, k)
             except ValueError as e:  # tantivy-py's error for what it could not read: FTS5 answers
                 failed(text_dir(self.path.parent), f"a search could not read the text index ({e})")
                 return None
@@ -70,8 +70,8 @@ class TextRanking:
                 )
             )
             kept = [(c, m, -s) for c, m, s in hits if (c, m) in passing]
-            if len(kept) >= limit or got < k:
+            if len(kept) >= limit or complete:
                 kept.sort(key=lambda r: (r[2], r[0]))
-                return kept[:limit], (got if got < k else None)
+                return kept[:limit], (len(hits) if complete else None)
             k *= self.RANK_FIRST
         return None
