@@ -48,8 +48,9 @@ class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails, TextRanking
     def __init__(
         self, data_dir: Path, index_config: IndexConfig = IndexConfig(), *, busy_ms: int = 2000, fresh: bool = False
     ):
-        """`fresh`: a new connection, not one a search left open: an integrity check must read the
-        file, not pages a connection cached before something outside SQLite wrote over them."""
+        """`fresh`: a new connection, not one a search left open (an integrity check must read the
+        file, not pages a connection cached before something outside SQLite wrote over them), and
+        closed after, not kept: a writer's process (the text index's pass) leaves none open."""
         self.path = index_path(data_dir)
         c = index_config
         self.weights = (
@@ -110,7 +111,7 @@ class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails, TextRanking
         for db in (self._twin, self.db):
             if db is None:
                 continue
-            if self._failed:
+            if self._failed or self._fresh:
                 db.close()
             else:
                 POOL.give(self._real, self._busy_ms, db)
