@@ -141,7 +141,7 @@ class IndexConfig:
     weight_attachments: float = 1.0
     # what ranks word searches: "fts5" (index.db alone), or "tantivy": a text index beside
     # index.db (the `tantivy` extra; oaken/index/keyword/text), built by the next keyword pass and
-    # kept level after each; ~4x faster at a million messages. FTS5 ranks while it is not level.
+    # kept level after each; 2-4x faster at a million messages. FTS5 ranks while it is not level.
     keyword_engine: str = field(default="fts5", metadata=_choice("fts5", "tantivy"))
     # vectors/ (LanceDB): brute force below this many chunks, an IVF_RQ index from here on;
     # and how long a superseded version is kept for readers still on it before cleanup.
