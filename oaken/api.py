@@ -91,7 +91,7 @@ def _index_status(cfg: Config) -> dict[str, Any]:
             out["text"] = {"state": "not installed", "problem": "pip install 'oaken[tantivy]'; FTS5 ranks meanwhile"}
         else:
             live = published(data_dir)
-            generation = live.stem.removeprefix("index-") if live is not None else None
+            generation = live.stem.removeprefix("index-") if live is not None else ""
             out["text"] = schema.state(data_dir, int(out["seq"]), generation)
     return out
 

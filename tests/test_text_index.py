@@ -16,7 +16,8 @@ from oaken.config import Config, IndexConfig
 from oaken.index import indexer
 from oaken.index.keyword import KeywordFilters, KeywordIndex, quote
 from oaken.index.keyword.text import ranker as ranker_mod
-from oaken.index.keyword.text.schema import SIDECAR, read_sidecar, text_dir, write_sidecar
+from oaken.index.keyword.text.schema import SIDECAR, read_sidecar, write_sidecar
+from oaken.index.keyword.text.schema import text_dir as generation_dir
 from oaken.search import engine
 from oaken.store import Store
 from tests.search_fixtures import config_for
@@ -64,6 +65,12 @@ def _fts5_matches(home: Path, expr: str) -> set[tuple[int, int]]:
     with KeywordIndex(home) as k:
         return set(k._run("SELECT fts.rowid, c.message FROM fts JOIN chunks c ON c.id = fts.rowid WHERE fts MATCH ?",
                           [expr]))
+
+
+def text_dir(home: Path) -> Path:
+    """The text index of the live index.db's generation."""
+    with KeywordIndex(home) as k:
+        return generation_dir(home, k.generation())
 
 
 def _ranker(home: Path) -> ranker_mod.Ranker:
@@ -214,7 +221,7 @@ def test_switching_back_to_fts5_deletes_the_text_index(tmp_path: Path) -> None:
     home = _small_home(tmp_path)
     assert (text_dir(home) / SIDECAR).exists()
     done = indexer.update(config_for(home), keyword_only=True)
-    assert done.text is None and not text_dir(home).exists()
+    assert done.text is None and not list(home.glob("text-*"))
 
 
 def test_cjk_words_and_single_characters_match_as_in_fts5(tmp_path: Path) -> None:
@@ -266,3 +273,43 @@ def test_a_page_far_past_the_end_is_an_empty_page(home: Path) -> None:
     assert _query(home, "tantivy", quote("enron"), KeywordFilters(), 10**12)
     cfg = with_engine(config_for(home), "tantivy")
     assert engine.search("enron", limit=10, offset=10**12, config=cfg).hits == ()
+
+
+def test_a_rebuilt_index_db_comes_with_its_text_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built before the swap: a search that reads the new index.db finds the text index that
+    mirrors it at once; the old generation's is deleted after."""
+    from oaken.index import keyword
+
+    home = _small_home(tmp_path)
+    cfg = with_engine(config_for(home), "tantivy")
+    old = text_dir(home)
+    seen: list[bool] = []
+    publish = keyword.KeywordWriter.publish
+
+    def check(self: keyword.KeywordWriter) -> None:
+        seen.append(read_sidecar(generation_dir(home, self.generation)) is not None)
+        publish(self)
+
+    monkeypatch.setattr(keyword.KeywordWriter, "publish", check)
+    done = indexer.reindex(cfg, rebuild=True, keyword_only=True)
+    assert done.rebuilt and seen == [True]
+    assert done.text["text"] == "built" and done.text["chunks"] > 0, done.text  # before the swap, not after
+    assert text_dir(home) != old and not old.exists()
+    assert _ranker(home).ranked(quote("enron"), 5)[0]
+
+
+def test_a_failing_tantivy_search_is_answered_by_fts5(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Rust panic reaches Python as pyo3's PanicException, a BaseException: that search ranks
+    with FTS5, and the text index is not called damaged for it (a rebuild would not help)."""
+
+    class PanicException(BaseException):
+        pass
+
+    expected = _query(home, "fts5", quote("enron"), KeywordFilters(), 5)
+
+    def panic(*_: object) -> None:
+        raise PanicException("called `Option::unwrap()` on a `None` value")
+
+    monkeypatch.setattr(ranker_mod.Ranker, "ranked", panic)
+    assert _query(home, "tantivy", quote("enron"), KeywordFilters(), 5) == expected
+    assert not (text_dir(home) / "oaken-damaged.txt").exists()

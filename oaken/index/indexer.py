@@ -83,6 +83,7 @@ def _keyword_pass(cfg: Config, data_dir: Path, *, progress: Progress | None, reb
         if isinstance(writer, str):
             reason, writer = writer, None
         seq = 0
+        prepared: dict | None = None  # the text index of a rebuilt index.db, made before its swap
         if writer is not None:
             try:
                 before = writer.counts()[0]
@@ -107,12 +108,15 @@ def _keyword_pass(cfg: Config, data_dir: Path, *, progress: Progress | None, reb
             try:
                 seq = follow(store, writer, cfg, counts, progress, fresh=True)
                 generation = writer.generation
+                prepared = text_pass.prepare_text(cfg, data_dir, writer)  # before the swap: never without one
                 writer.publish()
             except BaseException:
                 writer.discard()
                 raise
             _SOUND.add(_identity(keyword.index_path(data_dir), generation))  # built here: checked by building
         text = text_pass.follow_text(cfg, data_dir, store)
+        if prepared is not None and text is not None and text["text"] == "level":
+            text = prepared  # what this pass did to it
     report = IndexReport(
         indexed=counts["indexed"],
         updated=counts["updated"],

@@ -53,14 +53,7 @@ class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails, TextRanking
         closed after, not kept: a writer's process (the text index's pass) leaves none open."""
         self.path = index_path(data_dir)
         c = index_config
-        self.weights = (
-            c.weight_subject,
-            c.weight_sender,
-            c.weight_recipients,
-            c.weight_body,
-            c.weight_quoted,
-            c.weight_attachments,
-        )
+        self.weights = self.weights_of(c)
         self._bm25 = f"bm25(fts, {', '.join(repr(float(w)) for w in self.weights)})"
         self._text = c.keyword_engine == "tantivy" and installed()  # rank with the text index when level
         if not self.path.exists():
@@ -85,6 +78,18 @@ class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails, TextRanking
                 raise unavailable(self.path, classify(e, self.path), str(e)) from None
         except apsw.Error as e:
             raise unavailable(self.path, classify(e, self.path), str(e)) from None
+
+    @staticmethod
+    def weights_of(c: IndexConfig) -> tuple[float, ...]:
+        """The column weights, in the fts table's column order."""
+        return (
+            c.weight_subject,
+            c.weight_sender,
+            c.weight_recipients,
+            c.weight_body,
+            c.weight_quoted,
+            c.weight_attachments,
+        )
 
     def _connection(self) -> apsw.Connection:
         """A read connection to the file behind index.db: one a finished search left open in the

@@ -53,7 +53,7 @@ _WARNED: set[str] = set()
 
 def ranker(data_dir: Path, weights: tuple[float, ...], generation: str, seq: int) -> Ranker | None:
     """The text index of `data_dir` when it mirrors index.db at this generation and seq; else None."""
-    directory = text_dir(data_dir)
+    directory = text_dir(data_dir, generation)
     try:
         st = (directory / SIDECAR).stat()
     except OSError:

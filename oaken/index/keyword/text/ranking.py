@@ -14,6 +14,9 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from oaken import log
+from oaken.errors import QueryError
+
 # the ranked list is widened x RANK_FIRST while too few of it pass the filters and more match;
 # past WIDENINGS the search ranks with FTS5 inside SQL, which filters as it ranks
 WIDENINGS = 2
@@ -48,7 +51,8 @@ class TextRanking:
         from oaken.index.keyword.text.ranker import failed, ranker
         from oaken.index.keyword.text.schema import text_dir
 
-        found = ranker(self.path.parent, self.weights, self.generation(), self.seq())
+        generation = self.generation()
+        found = ranker(self.path.parent, self.weights, generation, self.seq())
         if found is None:
             return None
         k = max(limit, 1) * self.RANK_FIRST
@@ -57,7 +61,16 @@ class TextRanking:
             try:
                 hits, complete = found.ranked(expr, k)
             except ValueError as e:  # tantivy-py's error for what it could not read: FTS5 answers
-                failed(text_dir(self.path.parent), f"a search could not read the text index ({e})")
+                failed(text_dir(self.path.parent, generation), f"a search could not read the text index ({e})")
+                return None
+            except QueryError:  # a MATCH the text index cannot read: FTS5's own (it reports what is wrong)
+                return None
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as e:  # noqa: BLE001 - a Rust panic (pyo3's PanicException is a BaseException)
+                log.get("oaken.index").warning(
+                    "index.text_search_failed", error=f"{type(e).__name__}: {e}", note="this search ranked with FTS5"
+                )
                 return None
             # every hit is checked against index.db (and its filters): a chunk id it no longer
             # holds for that message is dropped, never shown as another message's

@@ -20,8 +20,11 @@ from typing import Any
 
 from oaken.index.keyword.text.tokens import NAME as TOKENIZER
 
-DIR = "text"  # <data dir>/text: the live text index
-BUILD_DIR = "text-build"  # a whole one being built, renamed to DIR when complete
+# <data dir>/text-<generation>: the text index of the index.db of that generation (keyword/schema.py),
+# built in <...>.build and renamed when complete. A rebuilt index.db gets its text index before it
+# is swapped in, so a search reading either index.db finds the one that mirrors it.
+PREFIX = "text-"
+BUILDING = ".build"
 SIDECAR = "oaken-text.json"
 DAMAGED = "oaken-damaged.txt"  # a search that could not read it says so here: the next pass builds it again
 SCHEMA = 1  # a change here makes every text index stale (built again from index.db)
@@ -65,8 +68,8 @@ class Sidecar:
         return self.schema == SCHEMA and self.tokenizer == TOKENIZER and tuple(self.repeats) == repeats_now
 
 
-def text_dir(data_dir: Path) -> Path:
-    return Path(data_dir) / DIR
+def text_dir(data_dir: Path, generation: str) -> Path:
+    return Path(data_dir) / f"{PREFIX}{generation or 'none'}"
 
 
 def read_sidecar(directory: Path) -> Sidecar | None:
@@ -87,12 +90,13 @@ def write_sidecar(directory: Path, sidecar: Sidecar) -> None:
     os.replace(tmp, directory / SIDECAR)
 
 
-def drop(data_dir: Path) -> bool:
-    """Delete the text index and what a build left (the engine is FTS5 again). Returns whether
-    there was anything."""
+def drop(data_dir: Path, keep: str | None = None) -> bool:
+    """Delete the text indexes and what a build left, but for generation `keep`'s (None: all: the
+    engine is FTS5 again). Returns whether there was anything."""
     found = False
-    for p in Path(data_dir).glob("text*"):
-        if p.is_dir() and (p.name in (DIR, BUILD_DIR) or p.name.startswith("text-old-")):
+    kept = text_dir(data_dir, keep).name if keep is not None else None
+    for p in Path(data_dir).glob(PREFIX + "*"):
+        if p.is_dir() and p.name != kept:
             shutil.rmtree(p, ignore_errors=True)
             found = True
     return found
@@ -112,17 +116,17 @@ def known_damage(directory: Path) -> str | None:
         return None
 
 
-def state(data_dir: Path, seq: int, generation: str | None) -> dict[str, object]:
-    """For `oaken status`: whether the text index ranks (level with index.db at `seq` and, when
-    known, `generation`), and if not, why and what happens next."""
-    directory = text_dir(data_dir)
+def state(data_dir: Path, seq: int, generation: str) -> dict[str, object]:
+    """For `oaken status`: whether the text index of index.db's `generation` ranks (level with it
+    at `seq`), and if not, why and what happens next."""
+    directory = text_dir(data_dir, generation)
     side = read_sidecar(directory)
     if side is None:
         return {"state": "missing", "problem": "the next keyword pass (oaken reindex) builds it; FTS5 ranks meanwhile"}
     damage = known_damage(directory)
     if damage is not None:
         return {"state": "damaged", "problem": f"{damage}; the next keyword pass builds it again, FTS5 ranks meanwhile"}
-    if (generation is not None and side.generation != generation) or side.seq != seq:
+    if side.generation != generation or side.seq != seq:
         return {
             "state": "behind",
             "seq": side.seq,

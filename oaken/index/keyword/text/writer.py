@@ -22,7 +22,7 @@ import apsw
 import tantivy
 
 from oaken.index.keyword.text.schema import (
-    BUILD_DIR,
+    BUILDING,
     COLUMN_FIELDS,
     COMBINED,
     QUOTED,
@@ -85,7 +85,8 @@ def build(data_dir: Path, db: apsw.Connection, sidecar: Sidecar) -> int:
     """A whole text index of index.db (`db`), beside the live one, then put in its place. Returns
     how many chunks it holds."""
     data_dir = Path(data_dir)
-    work = data_dir / BUILD_DIR
+    live = text_dir(data_dir, sidecar.generation)
+    work = live.with_name(live.name + BUILDING)
     shutil.rmtree(work, ignore_errors=True)  # a build a crash left behind
     work.mkdir()
     try:
@@ -103,8 +104,7 @@ def build(data_dir: Path, db: apsw.Connection, sidecar: Sidecar) -> int:
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    live = text_dir(data_dir)
-    old = data_dir / f"text-old-{uuid.uuid4().hex}"
+    old = live.with_name(f"{live.name}.old-{uuid.uuid4().hex}")
     if live.exists():
         os.rename(live, old)  # a reader that has it open keeps its files (mapped) until it reopens
     os.rename(work, live)
@@ -117,7 +117,7 @@ def apply(data_dir: Path, db: apsw.Connection, messages: Iterable[int], sidecar:
     deleted there and added again as index.db holds it now (nothing, once it is gone): the same
     however often it runs. A change of flags, labels or triage keeps a message's chunks, so it
     writes nothing and commits nothing. Returns the chunks added."""
-    index = tantivy.Index.open(str(text_dir(data_dir)))
+    index = tantivy.Index.open(str(text_dir(data_dir, sidecar.generation)))
     searcher = index.searcher()
     ids = sorted(set(messages))
     stale: list[int] = []
@@ -144,7 +144,7 @@ def apply(data_dir: Path, db: apsw.Connection, messages: Iterable[int], sidecar:
         writer.wait_merging_threads()
     else:
         added = 0
-    write_sidecar(text_dir(data_dir), sidecar)
+    write_sidecar(text_dir(data_dir, sidecar.generation), sidecar)
     return added
 
 
@@ -180,7 +180,7 @@ def follow(
     change feed holds after seq; `messages` and `chunks` are how many index.db holds (a text
     index level with it holding another number of chunks is damaged: built again)."""
     started = time.perf_counter()
-    live = text_dir(data_dir)
+    live = text_dir(data_dir, want.generation)
     have = read_sidecar(live)
     why = None
     damage = known_damage(live)
