@@ -295,6 +295,7 @@ def test_a_rebuilt_index_db_comes_with_its_text_index(tmp_path: Path, monkeypatc
     assert done.rebuilt and seen == [True]
     assert done.text["text"] == "built" and done.text["chunks"] > 0, done.text  # before the swap, not after
     assert text_dir(home) != old and not old.exists()
+    assert text_dir(home).stat().st_mode & 0o777 == 0o700  # private, as index.db is
     assert _ranker(home).ranked(quote("enron"), 5)[0]
 
 

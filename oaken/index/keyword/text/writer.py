@@ -88,7 +88,7 @@ def build(data_dir: Path, db: apsw.Connection, sidecar: Sidecar) -> int:
     live = text_dir(data_dir, sidecar.generation)
     work = live.with_name(live.name + BUILDING)
     shutil.rmtree(work, ignore_errors=True)  # a build a crash left behind
-    work.mkdir()
+    work.mkdir(mode=0o700)  # private like index.db: it holds the words of the mail
     try:
         index = tantivy.Index(build_schema(), path=str(work))
         writer = index.writer(heap_size=BUILD_HEAP, num_threads=1)
