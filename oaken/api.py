@@ -84,11 +84,12 @@ def _index_status(cfg: Config) -> dict[str, Any]:
     data_dir = config_mod.resolve_data_dir(cfg)
     out = keyword.status(data_dir)
     if cfg.index.keyword_engine == "tantivy" and out.get("state") == "ok":  # what ranks word searches
-        from oaken.index.keyword.text import ranking, schema
+        from oaken import extras
+        from oaken.index.keyword.text import schema
         from oaken.index.keyword.whole import published
 
-        if not ranking.installed():
-            out["text"] = {"state": "not installed", "problem": "pip install 'oaken[tantivy]'; FTS5 ranks meanwhile"}
+        if extras.tantivy_missing():
+            out["text"] = {"state": "not installed", "problem": extras.TANTIVY_INSTALL + "; FTS5 ranks meanwhile"}
         else:
             live = published(data_dir)
             generation = live.stem.removeprefix("index-") if live is not None else ""

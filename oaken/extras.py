@@ -1,4 +1,5 @@
-"""Which optional parts are installed: meaning search is the `vectors` extra.
+"""Which optional parts are installed: meaning search is the `vectors` extra, Tantivy ranking
+word searches the `tantivy` extra.
 
 `pip install oaken` gives keyword search, sync, import and the daemon without torch, LanceDB or a
 model; a config that asks for an embedder without them is answered from keywords, and says how to
@@ -8,6 +9,7 @@ add meaning search instead of failing on an import. The test is find_spec, which
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 
 # what the vector side of each kind of model imports; "concept" is the tests' stand-in embedder
@@ -33,3 +35,11 @@ def vectors_problem(model: str) -> str | None:
     """One line for a user whose config asks for meaning search this install lacks; else None."""
     missing = vectors_missing(model)
     return f"{INSTALL} (missing: {', '.join(missing)})" if missing else None
+
+
+TANTIVY_INSTALL = "[index] keyword_engine = \"tantivy\" needs the tantivy extra (`pip install 'oaken[tantivy]'`)"
+
+
+@functools.cache  # asked by every search when the engine is tantivy; an install does not change under a process
+def tantivy_missing() -> bool:
+    return importlib.util.find_spec("tantivy") is None

@@ -11,17 +11,12 @@ from pathlib import Path
 
 import apsw
 
-from oaken import log
+from oaken import extras, log
 from oaken.config import Config
 from oaken.errors import IndexUnavailable
 from oaken.index import keyword
-from oaken.index.keyword.text import ranking
 from oaken.index.keyword.text.schema import drop
 from oaken.store import Store
-
-INSTALL = (
-    "[index] keyword_engine = \"tantivy\" needs the tantivy extra (`pip install 'oaken[tantivy]'`); ranking with FTS5"
-)
 
 
 def follow_text(cfg: Config, data_dir: Path, store: Store) -> dict | None:
@@ -30,8 +25,8 @@ def follow_text(cfg: Config, data_dir: Path, store: Store) -> dict | None:
         if drop(data_dir):
             log.get("oaken.index").info("index.text_dropped", path=str(data_dir), reason="keyword_engine fts5")
         return None
-    if not ranking.installed():
-        log.get("oaken.index").warning("index.text_unavailable", reason=INSTALL)
+    if extras.tantivy_missing():
+        log.get("oaken.index").warning("index.text_unavailable", reason=extras.TANTIVY_INSTALL + "; ranking with FTS5")
         return {"text": "not installed"}
     from oaken.index.keyword.text import writer
     from oaken.index.keyword.text.schema import Sidecar, repeats
@@ -58,7 +53,7 @@ def follow_text(cfg: Config, data_dir: Path, store: Store) -> dict | None:
 def prepare_text(cfg: Config, data_dir: Path, built: keyword.KeywordWriter) -> dict | None:
     """Before a rebuilt index.db is swapped in: its text index, built from it, so that searches
     reading the new index.db find a text index that mirrors it at once (None: the engine is FTS5)."""
-    if cfg.index.keyword_engine != "tantivy" or not ranking.installed():
+    if cfg.index.keyword_engine != "tantivy" or extras.tantivy_missing():
         return None
     from oaken.index.keyword.text import writer
     from oaken.index.keyword.text.schema import Sidecar, repeats

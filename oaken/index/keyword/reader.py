@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 
 import apsw
 
+from oaken import extras
 from oaken.config import IndexConfig
 from oaken.errors import QueryError
 from oaken.index.keyword import snippets as snippets_mod  # `snippets` is a parameter below
@@ -35,7 +36,7 @@ from oaken.index.keyword.schema import (
     unavailable,
 )
 from oaken.index.keyword.stored import StoredReads
-from oaken.index.keyword.text.ranking import TextRanking, installed
+from oaken.index.keyword.text.ranking import TextRanking
 
 # a chunk's snippet around its matches, with the markers the table and --json show (snippets.py)
 _SNIPPET = snippets_mod.SQL
@@ -55,7 +56,7 @@ class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails, TextRanking
         c = index_config
         self.weights = self.weights_of(c)
         self._bm25 = f"bm25(fts, {', '.join(repr(float(w)) for w in self.weights)})"
-        self._text = c.keyword_engine == "tantivy" and installed()  # rank with the text index when level
+        self._text = c.keyword_engine == "tantivy" and not extras.tantivy_missing()  # rank with it when level
         if not self.path.exists():
             raise unavailable(self.path, "missing", "no file")
         found = known_damage(self.path)

@@ -9,7 +9,6 @@ snippets, exclusions and listings stay FTS5's and SQLite's, so the answers are b
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Sequence
@@ -20,10 +19,6 @@ from oaken.errors import QueryError
 # the ranked list is widened x RANK_FIRST while too few of it pass the filters and more match;
 # past WIDENINGS the search ranks with FTS5 inside SQL, which filters as it ranks
 WIDENINGS = 2
-
-
-def installed() -> bool:
-    return importlib.util.find_spec("tantivy") is not None
 
 
 class TextRanking:
