@@ -16,7 +16,7 @@ from oaken.config import Config, IndexConfig
 from oaken.index import indexer
 from oaken.index.keyword import KeywordFilters, KeywordIndex, quote
 from oaken.index.keyword.text import ranker as ranker_mod
-from oaken.index.keyword.text.schema import SIDECAR, read_sidecar, write_sidecar
+from oaken.index.keyword.text.schema import SIDECAR, known_damage, read_sidecar, write_sidecar
 from oaken.index.keyword.text.schema import text_dir as generation_dir
 from oaken.search import engine
 from oaken.store import Store
@@ -313,4 +313,4 @@ def test_a_failing_tantivy_search_is_answered_by_fts5(home: Path, monkeypatch: p
 
     monkeypatch.setattr(ranker_mod.Ranker, "ranked", panic)
     assert _query(home, "tantivy", quote("enron"), KeywordFilters(), 5) == expected
-    assert not (text_dir(home) / "oaken-damaged.txt").exists()
+    assert known_damage(text_dir(home)) is None

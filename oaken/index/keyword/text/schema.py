@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from oaken.index.keyword import schema as keyword_schema
 from oaken.index.keyword.text.tokens import NAME as TOKENIZER
 
 # <data dir>/text-<generation>: the text index of the index.db of that generation (keyword/schema.py),
@@ -26,7 +27,6 @@ from oaken.index.keyword.text.tokens import NAME as TOKENIZER
 PREFIX = "text-"
 BUILDING = ".build"
 SIDECAR = "oaken-text.json"
-DAMAGED = "oaken-damaged.txt"  # a search that could not read it says so here: the next pass builds it again
 SCHEMA = 1  # a change here makes every text index stale (built again from index.db)
 
 COMBINED = "all"
@@ -103,17 +103,13 @@ def drop(data_dir: Path, keep: str | None = None) -> bool:
 
 
 def mark_damaged(directory: Path, reason: str) -> None:
-    try:
-        (directory / DAMAGED).write_text(reason + "\n", encoding="utf-8")
-    except OSError:
-        pass  # gone or read-only: the writer's own check (writer.follow) finds the damage too
+    """Noted as index.db's damage is (keyword/schema.py), beside the sidecar: a search that could
+    not read it says so, and the next pass builds it again."""
+    keyword_schema.mark_damaged(directory / SIDECAR, reason)
 
 
 def known_damage(directory: Path) -> str | None:
-    try:
-        return (directory / DAMAGED).read_text(encoding="utf-8").strip() or "damaged"
-    except OSError:
-        return None
+    return keyword_schema.known_damage(directory / SIDECAR)
 
 
 def state(data_dir: Path, seq: int, generation: str) -> dict[str, object]:
