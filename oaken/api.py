@@ -93,7 +93,8 @@ def _index_status(cfg: Config) -> dict[str, Any]:
         else:
             live = published(data_dir)
             generation = live.stem.removeprefix("index-") if live is not None else ""
-            out["text"] = schema.state(data_dir, int(out["seq"]), generation)
+            weights = keyword.KeywordIndex.weights_of(cfg.index)
+            out["text"] = schema.state(data_dir, int(out["seq"]), generation, schema.repeats(weights))
     return out
 
 

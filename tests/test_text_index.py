@@ -250,6 +250,10 @@ def test_status_says_whether_the_text_index_ranks(tmp_path: Path) -> None:
     assert api.status(config=cfg)["index"]["text"]["state"] == "behind"
     write_sidecar(text_dir(home), dataclasses.replace(side, generation="another"))
     assert api.status(config=cfg)["index"]["text"]["state"] == "behind"
+    write_sidecar(text_dir(home), side)
+    assert api.status(config=cfg)["index"]["text"]["state"] == "ok"
+    heavier = dataclasses.replace(cfg, index=dataclasses.replace(cfg.index, weight_subject=6.0))
+    assert api.status(config=heavier)["index"]["text"]["state"] == "behind"  # FTS5 ranks until it is cut again
     assert "text" not in api.status(config=config_for(home))["index"]  # FTS5 ranks: nothing to say
 
 

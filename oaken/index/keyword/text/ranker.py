@@ -73,10 +73,7 @@ def ranker(data_dir: Path, weights: tuple[float, ...], generation: str, seq: int
                 return None
             _OPEN[key] = cached = (signature, opened)
     found = cached[1]
-    s = found.sidecar
-    if s.generation != generation or s.seq != seq or not s.fits(repeats(weights)):
-        return None
-    return found
+    return found if found.sidecar.mirrors(generation, seq, repeats(weights)) else None
 
 
 def failed(directory: Path, what: str) -> None:

@@ -67,6 +67,11 @@ class Sidecar:
         """Made as this code makes it (else: built again)."""
         return self.schema == SCHEMA and self.tokenizer == TOKENIZER and tuple(self.repeats) == repeats_now
 
+    def mirrors(self, generation: str, seq: int, repeats_now: tuple[int, ...]) -> bool:
+        """Level with index.db at this generation and seq, and cut as the config asks: only then
+        does it rank (ranker.py) and does `oaken status` say so."""
+        return self.generation == generation and self.seq == seq and self.fits(repeats_now)
+
 
 def text_dir(data_dir: Path, generation: str) -> Path:
     return Path(data_dir) / f"{PREFIX}{generation or 'none'}"
@@ -112,9 +117,9 @@ def known_damage(directory: Path) -> str | None:
     return keyword_schema.known_damage(directory / SIDECAR)
 
 
-def state(data_dir: Path, seq: int, generation: str) -> dict[str, object]:
+def state(data_dir: Path, seq: int, generation: str, repeats_now: tuple[int, ...]) -> dict[str, object]:
     """For `oaken status`: whether the text index of index.db's `generation` ranks (level with it
-    at `seq`), and if not, why and what happens next."""
+    at `seq`, cut with the config's `repeats_now`), and if not, why and what happens next."""
     directory = text_dir(data_dir, generation)
     side = read_sidecar(directory)
     if side is None:
@@ -122,7 +127,7 @@ def state(data_dir: Path, seq: int, generation: str) -> dict[str, object]:
     damage = known_damage(directory)
     if damage is not None:
         return {"state": "damaged", "problem": f"{damage}; the next keyword pass builds it again, FTS5 ranks meanwhile"}
-    if side.generation != generation or side.seq != seq:
+    if not side.mirrors(generation, seq, repeats_now):
         return {
             "state": "behind",
             "seq": side.seq,
