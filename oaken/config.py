@@ -139,10 +139,10 @@ class IndexConfig:
     weight_body: float = 1.0
     weight_quoted: float = 0.2
     weight_attachments: float = 1.0
-    # what ranks word searches: "fts5" (index.db alone), or "tantivy": a text index beside
-    # index.db (the `tantivy` extra; oaken/index/keyword/text), built by the next keyword pass and
-    # kept level after each; 2-4x faster at a million messages. FTS5 ranks while it is not level.
-    keyword_engine: str = field(default="fts5", metadata=_choice("fts5", "tantivy"))
+    # what ranks word searches: "tantivy", a text index beside index.db (oaken/index/keyword/text),
+    # built by the next keyword pass and kept level after each, 2-4x faster at a million messages
+    # (FTS5 ranks while it is not level); or "fts5": index.db alone.
+    keyword_engine: str = field(default="tantivy", metadata=_choice("fts5", "tantivy"))
     # vectors/ (LanceDB): brute force below this many chunks, an IVF_RQ index from here on;
     # and how long a superseded version is kept for readers still on it before cleanup.
     vector_ann_min_rows: int = 10_000  # at 10k chunks: brute force ~20 ms a query, the index ~4 ms

@@ -37,7 +37,9 @@ def vectors_problem(model: str) -> str | None:
     return f"{INSTALL} (missing: {', '.join(missing)})" if missing else None
 
 
-TANTIVY_INSTALL = "[index] keyword_engine = \"tantivy\" needs the tantivy extra (`pip install 'oaken[tantivy]'`)"
+TANTIVY_INSTALL = (
+    '[index] keyword_engine = "tantivy" needs tantivy, one of Oaken\'s dependencies (`pip install tantivy==0.27.0`)'
+)
 
 
 @functools.cache  # asked by every search when the engine is tantivy; an install does not change under a process

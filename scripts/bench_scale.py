@@ -437,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vectors", action="store_true")
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--fresh", action="store_true")
-    ap.add_argument("--keyword-engine", choices=("fts5", "tantivy"), default="fts5",
+    ap.add_argument("--keyword-engine", choices=("fts5", "tantivy"), default="tantivy",
                     help="what ranks word searches ([index] keyword_engine; tantivy: the text index is built first)")
     a = ap.parse_args(argv)
     a.work.mkdir(parents=True, exist_ok=True)

@@ -28,11 +28,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing Python packages into .venv (torch CPU build first)" >&2
   # torch first and pinned: a plain "torch" requirement would pull a CUDA build of several GB.
   .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,fast,vectors,tantivy]' 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,fast,vectors]' 2>&1 | grep -v "^WARNING: Location" || true
   .venv/bin/python -c "import oaken, apsw, lancedb, lance, sentence_transformers, imapclient, mailparser, structlog, tomli_w" 
   .venv/bin/python -c "import onnxruntime, onnx, openvino, nncf"  # the fast extra: its tests run in CI
   .venv/bin/python -c "import mcp, mypy, ruff, pymap"  # dev: the MCP client test, the gates, the second server
-  .venv/bin/python -c "import tantivy"  # the tantivy extra: tests/test_text_index.py runs in CI
+  .venv/bin/python -c "import tantivy"  # a core dependency: tests/test_text_index.py runs in CI
   echo "$want" > "$stamp"
 fi
 # Bytecode up front: where PYTHONDONTWRITEBYTECODE is set (as on these machines) every cold

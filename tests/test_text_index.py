@@ -220,7 +220,7 @@ def test_a_damaged_text_index_answers_from_fts5_and_is_built_again(tmp_path: Pat
 def test_switching_back_to_fts5_deletes_the_text_index(tmp_path: Path) -> None:
     home = _small_home(tmp_path)
     assert (text_dir(home) / SIDECAR).exists()
-    done = indexer.update(config_for(home), keyword_only=True)
+    done = indexer.update(with_engine(config_for(home), "fts5"), keyword_only=True)
     assert done.text is None and not list(home.glob("text-*"))
 
 
@@ -254,7 +254,7 @@ def test_status_says_whether_the_text_index_ranks(tmp_path: Path) -> None:
     assert api.status(config=cfg)["index"]["text"]["state"] == "ok"
     heavier = dataclasses.replace(cfg, index=dataclasses.replace(cfg.index, weight_subject=6.0))
     assert api.status(config=heavier)["index"]["text"]["state"] == "behind"  # FTS5 ranks until it is cut again
-    assert "text" not in api.status(config=config_for(home))["index"]  # FTS5 ranks: nothing to say
+    assert "text" not in api.status(config=with_engine(config_for(home), "fts5"))["index"]  # FTS5 ranks: nothing to say
 
 
 def test_a_triage_change_writes_nothing_to_the_text_index(home: Path) -> None:

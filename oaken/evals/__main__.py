@@ -89,9 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--keyword-engine",
         choices=("fts5", "tantivy"),
-        default="fts5",
-        help="what ranks word searches ([index] keyword_engine; tantivy needs the tantivy extra); "
-        "named in the result files when not the default",
+        default="tantivy",
+        help="what ranks word searches ([index] keyword_engine); named in the result files when not the default",
     )
     q = sub.add_parser("questions", help="check the real-mail question set: paraphrase overlap, the dev/test split")
     q.add_argument("--corpora", type=Path, default=None, help="the folder holding the corpora (as with --real)")
@@ -139,7 +138,7 @@ def _retrieval(args: argparse.Namespace) -> int:
         args.corpus, args.questions = real_set(args.corpora)
     if bool(args.corpus) != bool(args.questions):
         raise EvalError("--corpus and --questions go together: folders of mail and their question files")
-    index = None if args.keyword_engine == "fts5" else {"keyword_engine": args.keyword_engine}
+    index = None if args.keyword_engine == "tantivy" else {"keyword_engine": args.keyword_engine}
     if args.corpus:
         run = harness.corpus(
             args.corpus,
@@ -173,7 +172,7 @@ def _retrieval(args: argparse.Namespace) -> int:
 
 
 def _run_name(args: argparse.Namespace, index: dict | None) -> str:
-    """The result files' stem before the model's tag: the engine named when it is not FTS5."""
+    """The result files' stem before the model's tag: the engine named when it is not the default."""
     base = "real" if args.real else "-".join(Path(d).name for d in args.corpus)
     return base if index is None else f"{base}-{args.keyword_engine}"
 
