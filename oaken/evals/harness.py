@@ -142,7 +142,8 @@ def prepare_corpus(
         {
             "source": [str(c) for c in corpora],
             "questions_file": [str(f) for f in question_files],
-            "messages": messages,
+            "messages": messages,  # imported by this run: 0 when --keep's data directory held them
+            "reused": messages == 0,  # then seconds_index is a no-change pass, not a build
             "model": config.embedder.model,
             "backend": _backend(config),
             "indexed": done.indexed,
