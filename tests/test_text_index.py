@@ -129,7 +129,7 @@ def test_a_ranked_chunk_carries_its_phrases_and_snippet(home: Path) -> None:
 def test_a_search_through_the_engine_finds_what_fts5_finds(home: Path) -> None:
     cfg = config_for(home)
     for q in ("enron", "natural gas", '"board of directors"', "who approved the budget"):
-        fts5 = {h.id for h in engine.search(q, limit=50, config=cfg).hits}
+        fts5 = {h.id for h in engine.search(q, limit=50, config=with_engine(cfg, "fts5")).hits}
         mine = engine.search(q, limit=50, config=with_engine(cfg, "tantivy"))
         assert not mine.degraded
         assert {h.id for h in mine.hits} == fts5 or len(fts5) == 50
@@ -206,7 +206,7 @@ def _small_home(tmp_path: Path) -> Path:
 def test_a_damaged_text_index_answers_from_fts5_and_is_built_again(tmp_path: Path) -> None:
     home = _small_home(tmp_path)
     cfg = with_engine(config_for(home), "tantivy")
-    expected = [h.id for h in engine.search("enron", limit=20, config=config_for(home)).hits]
+    expected = [h.id for h in engine.search("enron", limit=20, config=with_engine(config_for(home), "fts5")).hits]
     ranker_mod.forget()
     (text_dir(home) / "meta.json").write_text("{not json", encoding="utf-8")
     answer = engine.search("enron", limit=20, config=cfg)
@@ -318,3 +318,41 @@ def test_a_failing_tantivy_search_is_answered_by_fts5(home: Path, monkeypatch: p
     monkeypatch.setattr(ranker_mod.Ranker, "ranked", panic)
     assert _query(home, "tantivy", quote("enron"), KeywordFilters(), 5) == expected
     assert known_damage(text_dir(home)) is None
+
+
+def _phrases(home: Path, engine_name: str, expr: str, filters: KeywordFilters, limit: int) -> dict[int, tuple]:
+    """Which phrases each ranked chunk holds, as a question's graded order asks (no columns)."""
+    with KeywordIndex(home, IndexConfig(keyword_engine=engine_name)) as k:
+        return {h.chunk: h.phrases for h in k.query(expr, filters, limit, snippets=False, columns=False)}
+
+
+@pytest.mark.parametrize("expr", EXPRESSIONS)
+def test_the_text_index_says_which_phrases_a_chunk_holds_as_fts5_does(home: Path, expr: str) -> None:
+    for filters in (KeywordFilters(), KeywordFilters(subject_terms=("meeting",))):  # its phrases numbered first
+        mine = _phrases(home, "tantivy", expr, filters, 300)
+        chunks = list(mine)
+        with KeywordIndex(home, IndexConfig(keyword_engine="fts5")) as k:
+            whole, n_subject = k._expression(expr, " AND ".join(f"subject : {quote(t)}" for t in filters.subject_terms), filters)
+            theirs = {c: d[2] for c, d in k._details(whole, n_subject, chunks, snippets=False).items()}
+        assert mine == theirs, (expr, filters)
+
+
+def test_an_or_question_s_chunks_hold_some_of_its_phrases(home: Path) -> None:
+    """Guards the test above: the phrase sets it compares differ from chunk to chunk."""
+    held = _phrases(home, "tantivy", f"({quote('power')} OR {quote('price')} OR {quote('california')})",
+                    KeywordFilters(), 300)
+    assert len(set(held.values())) >= 3 and all(held.values())
+
+
+def test_phrases_the_text_index_cannot_say_are_fts5_s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = _small_home(tmp_path)  # its text index is called damaged below
+    expr = f"({quote('love')} OR {quote('the')})"
+    expected = _phrases(home, "tantivy", expr, KeywordFilters(), 50)
+    assert expected
+
+    def fails(*_: object) -> None:
+        raise ValueError("a damaged segment")
+
+    monkeypatch.setattr(ranker_mod.Ranker, "held", fails)
+    assert _phrases(home, "tantivy", expr, KeywordFilters(), 50) == expected
+    assert known_damage(text_dir(home)) is not None  # the next pass builds it again

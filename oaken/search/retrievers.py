@@ -97,15 +97,17 @@ def keyword(
     *,
     details: bool = True,
 ) -> RetrieverResult:
-    """The best `want` messages for the query's words (fewer when fewer match). Without `details`
-    (a list read far deeper than the page shown) a lookup's chunks are not looked up again for
-    which words and columns they hold; a question's graded order needs them. Snippets are never
-    read here: `describe` reads the page's (the entries are left `described=False`)."""
+    """The best `want` messages for the query's words (fewer when fewer match). A lookup's chunks
+    (its AND: each holds every clause) are not looked up again for which words and columns they
+    hold; a question's graded order needs them, and so does a lookup's spread across chunks unless
+    `details` is off (a list read far deeper than the page shown). Snippets are never read here:
+    `describe` reads the page's (the entries are left `described=False`)."""
     start = time.perf_counter()
-    lazy = not details and not plan.question
     # Reading snippets for every chunk a round ranks cost 146 ms of a 3-word question at 10k
     # messages, and 0.4 s of a lookup whose words lie in different chunks (`_spread` widening to
-    # 500 chunks, a snippet each, every round); the page needs ten.
+    # 500 chunks, a snippet each, every round); the page needs ten. Reading a lookup's columns and
+    # phrases cost 3-5 ms of a 6-20 ms search at a million messages, to learn what its AND says.
+    lazy = not plan.question
     cons = as_of(cons, store, index.seq())
     asked = min(max(want * cfg.overfetch, want, 1), max(cfg.max_candidates, want))
     rounds = 0
@@ -130,7 +132,7 @@ def keyword(
             want - len(admitted),
             cfg,
             {c.message for c in admitted},
-            details=not lazy,
+            details=details,
         )
     ranked = tuple(
         Ranked(
@@ -222,10 +224,10 @@ def _query_counted(
     every match). With `cons.side` (the messages changed since index.db was written, without its
     copy of labels: filters.as_of) both lists are merged by score, so a label set a moment ago finds
     its messages. The best n of them for any n <= asked are the best n chunks."""
-    hits = index.query(match, cons.index, asked, details=details, snippets=False)
+    hits = index.query(match, cons.index, asked, details=details, snippets=False, columns=False)
     if cons.side is None:
         return hits, (len(hits),)
-    extra = index.query(match, cons.side, asked, details=details, snippets=False)
+    extra = index.query(match, cons.side, asked, details=details, snippets=False, columns=False)
     merged = sorted({h.chunk: h for h in (*hits, *extra)}.values(), key=lambda h: (-h.score, h.chunk))
     return merged[:asked], (len(hits), len(extra))
 

@@ -170,15 +170,21 @@ class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails, TextRanking
         *,
         details: bool = True,
         snippets: bool = True,
+        columns: bool = True,
     ) -> list[KeywordChunkHit]:
         """Best chunks for an FTS5 MATCH expression, within the filters, best first. Without
         `details` no snippet, columns or phrases (empty): the caller asks `chunk_details` for the
         few it shows, since looking up hundreds of chunks again costs more than ranking them.
         Without `snippets`, columns and phrases but no snippet (a question's order needs which
-        words each chunk holds; reading and cutting its text is for the page only)."""
+        words each chunk holds; reading and cutting its text is for the page only); without
+        `columns` either, the phrases alone, which the text index says cheaper when it ranked."""
         conds, params, subject = filter_sql(filters)
         expr, n_subject = self._expression(match, subject, filters)
         first = self._text_first(expr, conds, params, limit) if self._text else None
+        if first is not None and details and not snippets and not columns:
+            held = self._text_held(expr, [r[0] for r in first[0]], n_subject)
+            if held is not None:
+                return [KeywordChunkHit(m, c, -rank, "", (), held.get(c, ())) for c, m, rank in first[0]]
         if first is None:
             first = self._ranked_first(expr, conds, params, limit)
         matches = None  # how many chunks match, when every one was ranked

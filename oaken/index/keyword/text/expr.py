@@ -45,6 +45,21 @@ class Compiler:
             self._fail(f"unexpected {self._items[self._at][1]!r}")
         return q
 
+    def phrases(self, expr: str) -> list[tantivy.Query]:
+        """Each quoted string of `expr` as a query of its own, in order: FTS5's phrase numbers
+        (which of them a chunk holds grades a question's hits)."""
+        self._expr = expr
+        items = self._lex(expr)
+        out = []
+        column = None
+        for i, (kind, value) in enumerate(items):
+            if kind == "col":
+                column = self._column(value)
+            elif kind == "str":
+                out.append(self._string(value, column, i + 1 < len(items) and items[i + 1] == ("star", "*")))
+                column = None
+        return out
+
     def _fail(self, what: str) -> None:
         raise QueryError(f"keyword query {self._expr!r} could not be read for the text index: {what}")
 
@@ -99,15 +114,22 @@ class Compiler:
             return q
         column = None
         if kind == "col":
-            if value not in COLUMN_FIELDS:
-                self._fail(f"no column {value!r} in the text index")
-            column = value
+            column = self._column(value)
             kind, value = self._take()
         if kind != "str":
             self._fail(f"expected a quoted string, found {value!r}")
         prefix = self._peek() == ("star", "*")
         if prefix:
             self._at += 1
+        return self._string(value, column, prefix)
+
+    def _column(self, name: str) -> str:
+        if name not in COLUMN_FIELDS:
+            self._fail(f"no column {name!r} in the text index")
+        return name
+
+    def _string(self, value: str, column: str | None, prefix: bool) -> tantivy.Query:
+        """A quoted string (quotes included) of one column, or of the text at large."""
         words = self._tokens.query(value[1:-1].replace('""', '"'))
         if column is not None:
             return self._leaf(column, words, prefix)

@@ -2,23 +2,35 @@
 
 Tantivy ranks every match by BM25 as FTS5 does, ~30x cheaper a match (docs/tantivy-spike.md):
 at a million messages a one-word search 48.8 -> 12.1 ms whole, a question 77.8 -> 16.7
-(docs/tantivy-retriever.md). Only the ranked list comes from it: the filters Tantivy does not
-hold are checked in index.db on the ranked chunks, and which phrases and columns a chunk holds,
-snippets, exclusions and listings stay FTS5's and SQLite's, so the answers are built as before.
+(docs/tantivy-retriever.md). Only the ranked list comes from it, and which phrases each ranked
+chunk holds when that alone is asked (a question's graded order): the filters Tantivy does not
+hold are checked in index.db on the ranked chunks, and columns, snippets, exclusions and listings
+stay FTS5's and SQLite's, so the answers are built as before.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
 from oaken import log
 from oaken.errors import QueryError
 
-# the ranked list is widened x RANK_FIRST while too few of it pass the filters and more match;
-# past WIDENINGS the search ranks with FTS5 inside SQL, which filters as it ranks
-WIDENINGS = 2
+if TYPE_CHECKING:
+    from oaken.index.keyword.text.ranker import Ranker
+
+T = TypeVar("T")
+
+# The first list is limit x FIRST long: the filters every search has (its account, no spam or
+# trash) pass nearly every chunk, and a longer list costs the ranking and the check (at a million
+# messages a question's 2,000 cost 13-20 ms against 2-3 for 500). While too few pass and more
+# match, the list grows to what the share that passed says is enough, at least x RANK_FIRST; past
+# limit x LAST the search ranks with FTS5 inside SQL, which filters as it ranks.
+FIRST = 2
+LAST = 512
 
 
 class TextRanking:
@@ -43,30 +55,17 @@ class TextRanking:
         """As reader._ranked_first: the filtered best `limit` chunks as (chunk, message, rank) with
         rank = -score, and how many match when every one was ranked; None to rank with FTS5 (no
         text index level with this index.db, or a filter too rare for the widened list)."""
-        from oaken.index.keyword.text.ranker import failed, ranker
-        from oaken.index.keyword.text.schema import text_dir
-
-        generation = self.generation()
-        found = ranker(self.path.parent, self.weights, generation, self.seq())
+        found = self._text_ranker()
         if found is None:
             return None
-        k = max(limit, 1) * self.RANK_FIRST
+        k = max(limit, 1) * FIRST
+        last = max(limit, 1) * LAST
         where = "".join(" AND " + c for c in conds)
-        for _ in range(WIDENINGS + 1):
-            try:
-                hits, complete = found.ranked(expr, k)
-            except ValueError as e:  # tantivy-py's error for what it could not read: FTS5 answers
-                failed(text_dir(self.path.parent, generation), f"a search could not read the text index ({e})")
+        while True:
+            asked = self._text_ask(functools.partial(found.ranked, expr, k), "ranked with FTS5")
+            if asked is None:
                 return None
-            except QueryError:  # a MATCH the text index cannot read: FTS5's own (it reports what is wrong)
-                return None
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except BaseException as e:  # noqa: BLE001 - a Rust panic (pyo3's PanicException is a BaseException)
-                log.get("oaken.index").warning(
-                    "index.text_search_failed", error=f"{type(e).__name__}: {e}", note="this search ranked with FTS5"
-                )
-                return None
+            hits, complete = asked
             # every hit is checked against index.db (and its filters): a chunk id it no longer
             # holds for that message is dropped, never shown as another message's
             ids = json.dumps([c for c, _, _ in hits])
@@ -81,5 +80,40 @@ class TextRanking:
             if len(kept) >= limit or complete:
                 kept.sort(key=lambda r: (r[2], r[0]))
                 return kept[:limit], (len(hits) if complete else None)
-            k *= self.RANK_FIRST
-        return None
+            if k >= last:
+                return None
+            enough = math.ceil(limit * 1.25 * len(hits) / len(kept)) if kept else 0
+            k = min(last, max(k * self.RANK_FIRST, enough))
+
+    def _text_held(self, expr: str, chunks: Sequence[int], skip: int) -> dict[int, tuple[int, ...]] | None:
+        """Which phrases of `expr` each chunk holds (FTS5's numbers, less the subject filter's
+        `skip`), from the text index; None for FTS5 to say (as for the ranking: not level, or failed)."""
+        found = self._text_ranker()
+        if found is None:
+            return None
+        return self._text_ask(lambda: found.held(expr, chunks, skip), "read its phrases from FTS5")
+
+    def _text_ranker(self) -> Ranker | None:
+        from oaken.index.keyword.text.ranker import ranker
+
+        return ranker(self.path.parent, self.weights, self.generation(), self.seq())
+
+    def _text_ask(self, ask: Callable[[], T], otherwise: str) -> T | None:
+        """`ask` of the text index; None where it fails (FTS5 answers instead)."""
+        from oaken.index.keyword.text.ranker import failed
+        from oaken.index.keyword.text.schema import text_dir
+
+        try:
+            return ask()
+        except ValueError as e:  # tantivy-py's error for what it could not read: FTS5 answers
+            failed(text_dir(self.path.parent, self.generation()), f"a search could not read the text index ({e})")
+            return None
+        except QueryError:  # a MATCH the text index cannot read: FTS5's own (it reports what is wrong)
+            return None
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # noqa: BLE001 - a Rust panic (pyo3's PanicException is a BaseException)
+            log.get("oaken.index").warning(
+                "index.text_search_failed", error=f"{type(e).__name__}: {e}", note=f"this search {otherwise}"
+            )
+            return None
