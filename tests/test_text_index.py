@@ -356,3 +356,26 @@ def test_phrases_the_text_index_cannot_say_are_fts5_s(tmp_path: Path, monkeypatc
     monkeypatch.setattr(ranker_mod.Ranker, "held", fails)
     assert _phrases(home, "tantivy", expr, KeywordFilters(), 50) == expected
     assert known_damage(text_dir(home)) is not None  # the next pass builds it again
+
+
+def test_which_messages_hold_which_expressions_as_fts5_says(home: Path) -> None:
+    """expressions_present (a phrase or an exclusion checked on another retriever's candidates,
+    a lookup spread across chunks) from the text index: the same answer as FTS5's."""
+    with KeywordIndex(home, IndexConfig(keyword_engine="fts5")) as k:
+        messages = [m.message for m in k.newest(KeywordFilters(), 400)]
+    lists = [
+        [quote("enron")],
+        ['"board of directors"', quote("meeting")],
+        [quote("power"), quote("price"), quote("california"), '"deploy"*'],
+        ['"conference call"', quote("qwxzzy"), quote("kenneth.lay@enron.com")],
+    ]
+    for expressions in lists:
+        for some in (messages, messages[::7], messages[:3]):
+            with KeywordIndex(home, IndexConfig(keyword_engine="fts5")) as k:
+                theirs = k.expressions_present(some, expressions)
+            with KeywordIndex(home, IndexConfig(keyword_engine="tantivy")) as k:
+                assert k._text_present(expressions, sorted(set(some))) is not None  # the text index said it
+                mine = k.expressions_present(some, expressions)
+            assert mine == theirs, (expressions, len(some))
+    with KeywordIndex(home, IndexConfig(keyword_engine="fts5")) as k:
+        assert len(set(k.expressions_present(messages, lists[2]).values())) >= 3  # the sets differ

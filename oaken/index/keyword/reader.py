@@ -335,6 +335,11 @@ class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails, TextRanking
         """For each message, which of these MATCH expressions (built from `quote`d tokens: a word, a
         phrase, a prefix `"deploy"*`) one of its chunks matches, in any column."""
         wanted = sorted(set(messages))
+        asked = [e for e in dict.fromkeys(expressions) if e.strip()]
+        if self._text and wanted and asked:
+            held = self._text_present(asked, wanted)
+            if held is not None:
+                return {m: frozenset(asked[i] for i in found) for m, found in held.items() if found}
         ids = json.dumps(wanted)
         by_doclist = (
             "SELECT DISTINCT c.message FROM fts JOIN chunks c ON c.id = fts.rowid "

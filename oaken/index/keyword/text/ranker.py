@@ -72,8 +72,35 @@ class Ranker:
             out[int(chunk or 0)] = tuple(i for i in range(len(phrases)) if bits >> i & 1)
         return out
 
+    def present(self, expressions: Sequence[str], messages: Sequence[int]) -> dict[int, set[int]] | None:
+        """For each of these messages, which of `expressions` (their indexes) one of its chunks
+        matches; None for more than HELD_MAX expressions or more matching chunks than one list
+        reads. One search, as `held`: at a million messages ~4 ms for 150 messages and a phrase,
+        where FTS5 took 26-77 (the vector side of a hybrid phrase search asks it each round)."""
+        if len(expressions) > HELD_MAX:
+            return None
+        if not messages or not expressions:
+            return {}
+        compiler = Compiler(self._index.schema, self._tokens, self._quoted)
+        ids = tantivy.Query.term_set_query(self._index.schema, "message", list(messages))
+        parts = [(tantivy.Occur.Must, tantivy.Query.const_score_query(ids, 0.0))]
+        parts += [
+            (tantivy.Occur.Should, tantivy.Query.const_score_query(compiler.compile(e), float(1 << i)))
+            for i, e in enumerate(expressions)
+        ]
+        k = min(self._searcher.num_docs, max(len(messages) * PRESENT_CHUNKS, 1000))
+        found = self._searcher.search(tantivy.Query.boolean_query(parts, 1), max(k, 1), count=False).hits
+        if len(found) >= k:
+            return None  # it may hold more: FTS5 says
+        out: dict[int, set[int]] = {}
+        for (score, _), message in zip(found, self._searcher.fast_field_values("message", [a for _, a in found])):
+            bits = int(score)
+            out.setdefault(int(message or 0), set()).update(i for i in range(len(expressions)) if bits >> i & 1)
+        return out
+
 
 HELD_MAX = 24  # phrases whose bits a float32 score holds exactly
+PRESENT_CHUNKS = 64  # the matching chunks `present` reads at most, per message asked
 
 
 _LOCK = threading.Lock()

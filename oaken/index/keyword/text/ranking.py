@@ -93,6 +93,15 @@ class TextRanking:
             return None
         return self._text_ask(lambda: found.held(expr, chunks, skip), "read its phrases from FTS5")
 
+    def _text_present(self, expressions: Sequence[str], messages: Sequence[int]) -> dict[int, set[int]] | None:
+        """As `_text_held`, per message and for whole expressions: reader.expressions_present's."""
+        found = self._text_ranker()
+        if found is None:
+            return None
+        return self._text_ask(
+            lambda: found.present(expressions, messages), "read which messages hold its words from FTS5"
+        )
+
     def _text_ranker(self) -> Ranker | None:
         from oaken.index.keyword.text.ranker import ranker
 
