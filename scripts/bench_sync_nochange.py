@@ -11,6 +11,11 @@ console script ran before). Medians of wall and CPU time (user + system of the p
 children; Dovecot's not counted), the ratios to mbsync, the load average.
 
     .venv/bin/python scripts/bench_sync_nochange.py [--messages 10000] [--folders 10] [--runs 15] [--work DIR]
+    .venv/bin/python scripts/bench_sync_nochange.py --maildir /work/scale/maildir-1000000 --runs 7 --work DIR
+
+`--maildir`: the server holds that Maildir (INBOX and its `.Folder`s; bench_scale.py's generated
+mailbox of a million), hard-linked into Dovecot's mail folder instead of appended message by
+message, so a no-change pass is measured at a large mailbox's size.
 
 `oaken` runs as bench_cold.py runs it: a private venv whose site-packages links this checkout, its
 bytecode compiled once. Prints figures; asserts nothing but that every oaken run found nothing new.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pwd
 import resource
 import shutil
 import statistics
@@ -77,12 +83,30 @@ def instructions(cmd: list[str], env: dict[str, str]) -> float:
     return float(counted[-1].split()[-1]) if counted else float("nan")
 
 
+def serve_maildir(server: Dovecot, maildir: Path) -> tuple[list[str], int]:
+    """The server's mail is `maildir`: hard links to its files (Dovecot renames them, never writes
+    them; the original's names stay), its folders subscribed. (folders in sync order, messages)."""
+    assert server.dir is not None
+    target = server.dir / "mail" / USER
+    subprocess.run(["cp", "-al", str(maildir), str(target)], check=True)
+    shutil.rmtree(target / ".notmuch", ignore_errors=True)  # notmuch's database, if it was indexed there
+    (target / "oakengen.json").unlink(missing_ok=True)
+    nobody = pwd.getpwnam("nobody")
+    for folder, dirs, _ in os.walk(target):  # Dovecot (as nobody) writes its index and uidlist beside the mail
+        os.chown(folder, nobody.pw_uid, nobody.pw_gid)
+    names = sorted(d.name[1:] for d in target.iterdir() if d.is_dir() and d.name.startswith(".") and (d / "cur").is_dir())
+    server.doveadm("mailbox", "subscribe", "-u", USER, "INBOX", *names)
+    count = sum(len(os.listdir(d / sub)) for d in [target, *(target / f".{n}" for n in names)] for sub in ("cur", "new"))
+    return ["INBOX", *names], count
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--messages", type=int, default=10_000)
     ap.add_argument("--folders", type=int, default=10)
     ap.add_argument("--runs", type=int, default=15, help="rounds; each runs every command once")
     ap.add_argument("--work", type=Path, help="working folder (default: a new temporary one, removed at the end)")
+    ap.add_argument("--maildir", type=Path, help="serve this Maildir instead of --messages in --folders (see above)")
     ap.add_argument("--importtime", action="store_true", help="also print the largest imports of one no-change run")
     ap.add_argument(
         "--instructions", action="store_true", help="also count each command's instructions (valgrind): load-free"
@@ -97,15 +121,19 @@ def main() -> int:
     server = Dovecot().start()
     try:
         server.add_user(USER, PASSWORD)
-        messages = load_messages(args.messages)
-        order = make_folders(server, folder_names(args.folders))
-        fill(
-            server,
-            {
-                name: messages[k * len(messages) // len(order) : (k + 1) * len(messages) // len(order)]
-                for k, name in enumerate(order)
-            },
-        )
+        if args.maildir:
+            order, count = serve_maildir(server, args.maildir)
+        else:
+            messages = load_messages(args.messages)
+            count = len(messages)
+            order = make_folders(server, folder_names(args.folders))
+            fill(
+                server,
+                {
+                    name: messages[k * len(messages) // len(order) : (k + 1) * len(messages) // len(order)]
+                    for k, name in enumerate(order)
+                },
+            )
         env = oaken_home(work / "oaken-home", server)  # [log] level = "warning", keyword index only
         env = {k: v for k, v in env.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
         env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
@@ -114,10 +142,11 @@ def main() -> int:
         shutil.rmtree(work / "mbsync", ignore_errors=True)  # a mirror of an earlier run's server
         mbsync = ["mbsync", "-q", "-c", str(mbsync_config(work / "mbsync", server)), "-a"]
         first = timed([*full, "--no-index"], env)
-        timed(mbsync, env)
+        peer_first = timed(mbsync, env)
         print(
-            f"{len(messages)} messages in {len(order)} folders ({', '.join(order)}); first oaken sync "
-            f"{first[0]:.1f} s: {first[2].strip()}"
+            f"{count} messages in {len(order)} folders ({', '.join(order)}); first oaken sync "
+            f"{first[0]:.1f} s: {first[2].strip()}; first mbsync {peer_first[0]:.1f} s",
+            flush=True,
         )
         commands = {"mbsync -a": mbsync, "oaken sync --once": fast, "  the same, full command (before)": full}
         for cmd in commands.values():  # bytecode, page cache
