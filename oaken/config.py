@@ -140,7 +140,7 @@ class IndexConfig:
     weight_quoted: float = 0.2
     weight_attachments: float = 1.0
     # what ranks word searches: "tantivy", a text index beside index.db (oaken/index/keyword/text),
-    # built by the next keyword pass and kept level after each, 2-4x faster at a million messages
+    # built by the next keyword pass and kept level after each, 3-6x faster at a million messages
     # (FTS5 ranks while it is not level); or "fts5": index.db alone.
     keyword_engine: str = field(default="tantivy", metadata=_choice("fts5", "tantivy"))
     # vectors/ (LanceDB): brute force below this many chunks, an IVF_RQ index from here on;

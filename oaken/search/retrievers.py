@@ -223,11 +223,14 @@ def _query_counted(
     """The best `asked` chunks within the filters, and how many each list gave (fewer than `asked`:
     every match). With `cons.side` (the messages changed since index.db was written, without its
     copy of labels: filters.as_of) both lists are merged by score, so a label set a moment ago finds
-    its messages. The best n of them for any n <= asked are the best n chunks."""
-    hits = index.query(match, cons.index, asked, details=details, snippets=False, columns=False)
+    its messages. The best n of them for any n <= asked are the best n chunks. Both lists are then
+    ranked by FTS5: the text index would rank the first and, too rare for it, FTS5 the few of the
+    second, and scores of two BM25s do not compare."""
+    one = cons.side is None
+    hits = index.query(match, cons.index, asked, details=details, snippets=False, columns=False, text=one)
     if cons.side is None:
         return hits, (len(hits),)
-    extra = index.query(match, cons.side, asked, details=details, snippets=False, columns=False)
+    extra = index.query(match, cons.side, asked, details=details, snippets=False, columns=False, text=False)
     merged = sorted({h.chunk: h for h in (*hits, *extra)}.values(), key=lambda h: (-h.score, h.chunk))
     return merged[:asked], (len(hits), len(extra))
 

@@ -171,16 +171,19 @@ class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails, TextRanking
         details: bool = True,
         snippets: bool = True,
         columns: bool = True,
+        text: bool = True,
     ) -> list[KeywordChunkHit]:
         """Best chunks for an FTS5 MATCH expression, within the filters, best first. Without
         `details` no snippet, columns or phrases (empty): the caller asks `chunk_details` for the
         few it shows, since looking up hundreds of chunks again costs more than ranking them.
         Without `snippets`, columns and phrases but no snippet (a question's order needs which
         words each chunk holds; reading and cutting its text is for the page only); without
-        `columns` either, the phrases alone, which the text index says cheaper when it ranked."""
+        `columns` either, the phrases (and, when FTS5 reads them, the columns too): the text index
+        says which phrases cheaper when it ranked. Without `text`, FTS5 ranks (scores that are
+        merged with another list's from FTS5 must be FTS5's too: the two BM25s differ)."""
         conds, params, subject = filter_sql(filters)
         expr, n_subject = self._expression(match, subject, filters)
-        first = self._text_first(expr, conds, params, limit) if self._text else None
+        first = self._text_first(expr, conds, params, limit) if self._text and text else None
         if first is not None and details and not snippets and not columns:
             held = self._text_held(expr, [r[0] for r in first[0]], n_subject)
             if held is not None:

@@ -90,7 +90,7 @@ class Ranker:
         ]
         k = min(self._searcher.num_docs, max(len(messages) * PRESENT_CHUNKS, 1000))
         found = self._searcher.search(tantivy.Query.boolean_query(parts, 1), max(k, 1), count=False).hits
-        if len(found) >= k:
+        if len(found) >= k and k < self._searcher.num_docs:
             return None  # it may hold more: FTS5 says
         out: dict[int, set[int]] = {}
         for (score, _), message in zip(found, self._searcher.fast_field_values("message", [a for _, a in found])):

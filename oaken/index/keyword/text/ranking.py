@@ -2,10 +2,11 @@
 
 Tantivy ranks every match by BM25 as FTS5 does, ~30x cheaper a match (docs/tantivy-spike.md):
 at a million messages a one-word search 48.8 -> 12.1 ms whole, a question 77.8 -> 16.7
-(docs/tantivy-retriever.md). Only the ranked list comes from it, and which phrases each ranked
-chunk holds when that alone is asked (a question's graded order): the filters Tantivy does not
-hold are checked in index.db on the ranked chunks, and columns, snippets, exclusions and listings
-stay FTS5's and SQLite's, so the answers are built as before.
+(docs/tantivy-retriever.md). From it come the ranked list, which phrases each ranked chunk holds
+when that alone is asked (a question's graded order), and which messages hold a word or phrase
+(expressions_present: phrases and exclusions checked on another retriever's candidates): the
+filters Tantivy does not hold are checked in index.db on the ranked chunks, and columns,
+snippets, `query_within` and listings stay FTS5's and SQLite's.
 """
 
 from __future__ import annotations
@@ -77,17 +78,21 @@ class TextRanking:
                 )
             )
             kept = [(c, m, -s) for c, m, s in hits if (c, m) in passing]
-            if len(kept) >= limit or complete:
-                kept.sort(key=lambda r: (r[2], r[0]))
+            kept.sort(key=lambda r: (r[2], r[0]))
+            # the last kept ties the last hit read: Tantivy broke that tie by its own order, and
+            # chunks of that score may wait past the list (a shallow list must be a deeper one's prefix)
+            tied = bool(limit) and len(kept) >= limit and kept[limit - 1][2] == -hits[-1][2]
+            if (len(kept) >= limit and not (tied and k < last)) or complete:
                 return kept[:limit], (len(hits) if complete else None)
             if k >= last:
                 return None
-            enough = math.ceil(limit * 1.25 * len(hits) / len(kept)) if kept else 0
+            enough = math.ceil(limit * 1.25 * len(hits) / len(kept)) if kept and not tied else 0
             k = min(last, max(k * self.RANK_FIRST, enough))
 
     def _text_held(self, expr: str, chunks: Sequence[int], skip: int) -> dict[int, tuple[int, ...]] | None:
         """Which phrases of `expr` each chunk holds (FTS5's numbers, less the subject filter's
-        `skip`), from the text index; None for FTS5 to say (as for the ranking: not level, or failed)."""
+        `skip`), from the text index; None for FTS5 to say (not level, failed, or more phrases
+        than a score's bits hold)."""
         found = self._text_ranker()
         if found is None:
             return None

@@ -27,7 +27,7 @@ from oaken.index.keyword.text.tokens import NAME as TOKENIZER
 PREFIX = "text-"
 BUILDING = ".build"
 SIDECAR = "oaken-text.json"
-SCHEMA = 1  # a change here makes every text index stale (built again from index.db)
+SCHEMA = 2  # a change here makes every text index stale (built again from index.db); 2: edges between columns
 
 COMBINED = "all"
 QUOTED = "quoted"

@@ -50,11 +50,19 @@ BATCH = 5_000
 REBUILD_SHARE = 0.3
 
 
+# Between the columns (and the repeats) of the combined field: a token no query holds (index.db's
+# tokenizer never makes one of punctuation), so that a phrase cannot match across an edge, as it
+# cannot in FTS5, whose positions are per column ("friday meeting" in a subject "Meeting notes
+# Friday" repeated).
+EDGE = ("|",)
+
+
 def document(row: tuple, tokens: Tokens, repeats: tuple[int, ...]) -> tantivy.Document:
     chunk, message, subject, sender, recipients, body, quoted, attachments = row
     cuts = [tokens.document(v) for v in (subject, sender, recipients, body, attachments)]
     doc = tantivy.Document(chunk=int(chunk), message=int(message))
-    combined = [p for cut, times in zip(cuts, repeats) for _ in range(times) for p in cut.positions]
+    segments = [cut.positions for cut, times in zip(cuts, repeats) for _ in range(times) if cut.positions]
+    combined = [p for i, segment in enumerate(segments) for p in ((EDGE,) if i else ()) + segment]
     _add(doc, COMBINED, Cut(tuple(combined), any(c.colocated for c in cuts)))
     _add(doc, QUOTED, tokens.document(quoted))
     _add(doc, COLUMN_FIELDS[0], cuts[0])
