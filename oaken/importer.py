@@ -222,7 +222,10 @@ def import_paths(
     account_id = store.ensure_account(account)
     # A Maildir file never changes under its name (a flag change renames it), so a file stored
     # before with the same mtime is skipped unread: a no-change import reads no mail.
-    known = store.local_sources(account_id)
+    # Looked up under the paths given: their files' names start with the path as given (a "."
+    # gives names without it, so the account's every file is read then).
+    given = [str(p) for p in paths]
+    known = store.local_sources(account_id, None if any(g in ("", ".") for g in given) else given)
     folder_ids: dict[str, int] = {}
     pending: list[Item] = []
 

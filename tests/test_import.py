@@ -156,3 +156,35 @@ def config_mod_load() -> Config:
     from oaken import config as config_mod
 
     return config_mod.load()
+
+
+def test_an_import_reads_only_the_stored_files_under_its_paths(
+    oaken_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#16: importing a few new files into a large account must not read every file it ever
+    imported (a million rows: 0.75 s). The rows read are counted; the same paths again are all
+    recognised, and a sibling folder whose name starts the same is not read for another."""
+    from oaken.store import Store
+
+    big, few = tmp_path / "mail", tmp_path / "mail-new"
+    shutil.copytree(DATA / "notmuch-default", big)
+    shutil.copytree(DATA / "notmuch-default" / "bar", few)
+    read: list[int] = []
+    real = Store.local_sources
+
+    def counted(self: Store, account_id: int, under: object = None) -> dict:
+        found = real(self, account_id, under)  # type: ignore[arg-type]
+        read.append(len(found))
+        return found
+
+    monkeypatch.setattr(Store, "local_sources", counted)
+    assert api.import_mail([big], config=Config()).seen == 53
+    report = api.import_mail([few], config=Config())
+    assert report.unchanged == 0 and read[-1] == 0  # none of big's 53 rows read
+    again = api.import_mail([few, big], config=Config())
+    assert again.unchanged == again.seen and read[-1] == again.seen
+    with open_store(oaken_home) as store:  # the rows are found through the index on source, not by a walk
+        plan = " ".join(str(r) for r in store.db.execute(
+            "EXPLAIN QUERY PLAN SELECT l.source FROM locations l INDEXED BY locations_source "
+            "WHERE l.uid IS NULL AND l.source IS NOT NULL AND l.source >= 'a' AND l.source < 'b'"))
+        assert "locations_source (source>? AND source<?)" in plan, plan

@@ -4,7 +4,7 @@ files an import stored."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from oaken.sqlite_rows import one_value
 from oaken.store.feed import ChangeFeed
@@ -117,13 +117,21 @@ class Locations(ChangeFeed):
     def location_count(self, folder_id: int) -> int:
         return one_value(self.db, "SELECT locations FROM folders WHERE id = ?", (folder_id,))  # kept by triggers (m008)
 
-    def local_sources(self, account_id: int) -> dict[str, int | None]:
-        """Files an import already stored (path -> mtime), so a re-import need not read them again."""
-        return {
-            r[0]: r[1]
-            for r in self.db.execute(
-                "SELECT l.source, l.internaldate FROM locations l JOIN folders f ON f.id = l.folder_id "
-                "WHERE f.account_id = ? AND l.uid IS NULL AND l.source IS NOT NULL",
-                (account_id,),
+    def local_sources(self, account_id: int, under: Sequence[str] | None = None) -> dict[str, int | None]:
+        """Files an import already stored (path -> mtime), so a re-import need not read them again;
+        `under`: only those whose path starts with one of these (the paths an import was given),
+        read through an index, so that 100 new files cost a few rows, not the account's every
+        imported file (a million: 0.75 s)."""
+        sql = (
+            "SELECT l.source, l.internaldate FROM locations l JOIN folders f ON f.id = l.folder_id "
+            "WHERE f.account_id = ? AND l.uid IS NULL AND l.source IS NOT NULL"
+        )
+        if under is None:
+            return {r[0]: r[1] for r in self.db.execute(sql, (account_id,))}
+        out: dict[str, int | None] = {}
+        for prefix in dict.fromkeys(under):
+            rows = self.db.execute(
+                sql + " AND l.source >= ? AND l.source < ?", (account_id, prefix, prefix + "\U0010ffff")
             )
-        }
+            out.update((r[0], r[1]) for r in rows)
+        return out
