@@ -22,8 +22,10 @@ Per size, on a Maildir made by scripts/gen_mailbox.py (real mail recombined; see
     .venv/bin/python scripts/bench_scale.py --work /work/scale --sizes 10000,100000 [--vectors] [--runs 20]
 
 Built Maildirs and homes are kept under --work and reused (pass --fresh to rebuild a size).
-Needs ../shared/corpora, notmuch and mu (scripts/setup.sh installs them). Prints figures and writes
-them to WORK/results-<size>.json; asserts nothing.
+Needs ../shared/corpora (or --corpora), notmuch and mu (scripts/setup.sh installs them). Prints
+figures and writes them to WORK/results-<size>.json. Checks what they stand on, not the times
+(`correctness`: every message held, the indexes level, warm answers equal to a new process's, a
+word notmuch finds found); a failed check ends the run (tests/test_bench_scale.py runs it small).
 """
 
 from __future__ import annotations
@@ -222,6 +224,54 @@ def cli_vs_peers(
     return out
 
 
+def correctness(env: dict[str, str], home: Path, maildir: Path, peer_dir: Path, fresh: bool, peers: bool) -> dict:
+    """What the figures stand on, checked (a smoke run at 10k or 100k is for this, not for its
+    times); SystemExit on a failure. Oaken holds every generated message (exactly, on a home this
+    run built; added ones on top otherwise) and both indexes are level with raw.db; each warm
+    answer is the answer of a new process searching without the server (the library); a word or
+    phrase notmuch finds, Oaken finds; notmuch holds every generated message."""
+    want = json.loads((maildir / "oakengen.json").read_text())["count"]
+    status = json.loads(subprocess.run([*OAKEN, "status", "--json"], env=env, capture_output=True, text=True,
+                                       check=True).stdout)
+    held, index = status["messages"], status["index"]
+    failures = []
+    if held < want or (fresh and held != want):
+        failures.append(f"raw.db holds {held} messages, the Maildir {want}")
+    if index.get("state") != "ok" or index.get("messages") != held:
+        failures.append(f"index.db is not level with raw.db: {index.get('state')}, {index.get('messages')} of {held}")
+    text = index.get("text")
+    if text is not None and text.get("state") != "ok":
+        failures.append(f"the text index does not rank: {text}")
+    from oaken.search import client
+
+    asked = 0
+    with serving(env) as (_, where):
+        for shape in ("one word", "three-word question", "quoted phrase", "filters only", "no words"):
+            for q in SHAPES[shape]:
+                answer = client.ask_at(where, q, {"limit": 10})
+                warm = [str(h["id"]) for h in (answer or {}).get("hits", [])]
+                cold = subprocess.run([*OAKEN, "search", "--no-daemon", "--format", "ids", "--limit", "10", q],
+                                      env=env, capture_output=True, text=True, check=True).stdout.split()
+                if warm != cold:
+                    failures.append(f"{q!r}: the warm server answered {warm}, a new process {cold}")
+                if peers and shape in ("one word", "quoted phrase") and not warm:
+                    nm_env = {**os.environ, "NOTMUCH_CONFIG": str(peer_dir / "notmuch-config")}
+                    found = subprocess.run(["notmuch", "count", q], env=nm_env, capture_output=True, text=True,
+                                           check=True).stdout.strip()
+                    if found != "0":
+                        failures.append(f"{q!r}: notmuch finds {found} messages, Oaken none")
+                asked += 1
+    if peers:
+        nm_env = {**os.environ, "NOTMUCH_CONFIG": str(peer_dir / "notmuch-config")}
+        found = subprocess.run(["notmuch", "count", "*"], env=nm_env, capture_output=True, text=True,
+                               check=True).stdout.strip()
+        if found != str(want):
+            failures.append(f"notmuch holds {found} messages, the Maildir {want}: its figures are not of the same mail")
+    if failures:
+        raise SystemExit("correctness checks failed:\n  " + "\n  ".join(failures))
+    return {"messages": held, "searches_compared": asked, "passed": True}
+
+
 def message_ids(home: Path, limit: int) -> list[str]:
     env = {**os.environ, "OAKEN_HOME": str(home)}
     out = subprocess.run([*OAKEN, "search", "--no-daemon", "--format", "ids", "--limit", str(limit), "pipeline"],
@@ -264,10 +314,10 @@ print(json.dumps(out))
 """
 
 
-def warm_change_costs(home: Path, work: Path, size: int) -> dict:
+def warm_change_costs(home: Path, work: Path, size: int, corpora: Path = gen_mailbox.CORPORA) -> dict:
     env = {**os.environ, "OAKEN_HOME": str(home), "HF_HUB_OFFLINE": "1"}
     extra = work / f"add100w-{size}-{time.time_ns()}"
-    gen_mailbox.generate(extra, 100, seed=size + 7 + int(time.time()) % 1000, workers=1, corpora=gen_mailbox.CORPORA)
+    gen_mailbox.generate(extra, 100, seed=size + 7 + int(time.time()) % 1000, workers=1, corpora=corpora)
     try:
         out = subprocess.run([PY, "-c", WARM, json.dumps(message_ids(home, 3)[1:]), str(extra)], env=env,
                              capture_output=True, text=True, check=False)
@@ -278,7 +328,8 @@ def warm_change_costs(home: Path, work: Path, size: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def change_costs(home: Path, maildir: Path, work: Path, size: int, runs: int, vectors: bool) -> dict:
+def change_costs(home: Path, maildir: Path, work: Path, size: int, runs: int, vectors: bool,
+                 corpora: Path = gen_mailbox.CORPORA) -> dict:
     env = {**os.environ, "OAKEN_HOME": str(home), "HF_HUB_OFFLINE": "1"}
     reindex = [*OAKEN, "reindex"] if vectors else [*OAKEN, "reindex", "--keyword-only"]
     out = {
@@ -292,7 +343,7 @@ def change_costs(home: Path, maildir: Path, work: Path, size: int, runs: int, ve
     for i in range(3):
         extra = work / f"add100-{size}-{time.time_ns()}"
         seed = size + 7919 * i + int(time.time()) % 100_000
-        gen_mailbox.generate(extra, 100, seed=seed, workers=1, corpora=gen_mailbox.CORPORA)
+        gen_mailbox.generate(extra, 100, seed=seed, workers=1, corpora=corpora)
         # New Message-IDs: the generator's ids depend on the seed and the index only.
         adds.append(run([*OAKEN, "import", "--no-index", str(extra)], env) + run(reindex, env))
         shutil.rmtree(extra, ignore_errors=True)
@@ -313,7 +364,8 @@ def home_config(model: str, engine: str) -> str:
             '[search]\nserver_idle_minutes = 0\n')
 
 
-def build(size: int, work: Path, fresh: bool, runs: int, peers: bool, vectors: bool, engine: str = "fts5") -> dict:
+def build(size: int, work: Path, fresh: bool, runs: int, peers: bool, vectors: bool, engine: str = "fts5",
+          corpora: Path = gen_mailbox.CORPORA) -> dict:
     maildir = work / f"maildir-{size}"
     home = work / f"oaken-{size}"
     peer_dir = work / f"peers-{size}"
@@ -323,7 +375,7 @@ def build(size: int, work: Path, fresh: bool, runs: int, peers: bool, vectors: b
     result: dict = {"size": size, "load_before": os.getloadavg()[0]}
     if not (maildir / "oakengen.json").exists():
         shutil.rmtree(maildir, ignore_errors=True)
-        stats = gen_mailbox.generate(maildir, size, seed=1, workers=os.cpu_count() or 1, corpora=gen_mailbox.CORPORA)
+        stats = gen_mailbox.generate(maildir, size, seed=1, workers=os.cpu_count() or 1, corpora=corpora)
         print(f"  generated {size:,} messages ({mb(stats['bytes'])} MB) in {stats['seconds']} s")
     for p in maildir.rglob("*"):  # warm the page cache for every tool alike
         if p.is_file() and ".notmuch" not in p.parts:  # the mail, not notmuch's database inside it
@@ -331,7 +383,8 @@ def build(size: int, work: Path, fresh: bool, runs: int, peers: bool, vectors: b
     result["maildir_mb"] = mb(du(maildir) - du(maildir / ".notmuch"))
 
     env = {**os.environ, "OAKEN_HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    if not (home / "raw.db").exists():
+    built_here = not (home / "raw.db").exists()
+    if built_here:
         home.mkdir(parents=True, exist_ok=True)
         (home / "config.toml").write_text(home_config("none", "fts5"))
         imp = bench_index.measure([[*OAKEN, "import", "--no-index", str(maildir)]], env)
@@ -366,6 +419,7 @@ def build(size: int, work: Path, fresh: bool, runs: int, peers: bool, vectors: b
         result["text_index"] = {"seconds": round(t.seconds, 1), "peak_rss_mb": round(t.peak_mb, 1),
                                 "disk_mb": mb(sum(du(p) for p in home.glob("text-*")))}
     result["keyword_engine"] = engine
+    result["checks"] = correctness(env, home, maildir, peer_dir, built_here, peers)
     result["keyword"] = warm_searches(env, runs)
     if peers:
         result["cli_vs_peers"] = cli_vs_peers(env, maildir, peer_dir, max(3, runs // 2))
@@ -380,8 +434,8 @@ def build(size: int, work: Path, fresh: bool, runs: int, peers: bool, vectors: b
                                          "embedder": "concept (stand-in)"}))
         result["vectors_build"] = json.loads(built.read_text())
         result["hybrid"] = warm_searches(env, runs)
-    result["changes"] = change_costs(home, maildir, work, size, max(3, runs // 4), vectors)
-    result["changes_warm"] = warm_change_costs(home, work, size)
+    result["changes"] = change_costs(home, maildir, work, size, max(3, runs // 4), vectors, corpora)
+    result["changes_warm"] = warm_change_costs(home, work, size, corpora)
     result["disk_mb"] = {name: mb(du(home / name)) for name in ("raw.db", "index.db", "vectors")}
     result["disk_mb"]["text"] = mb(sum(du(p) for p in home.glob("text-*")))  # the text index, per generation
     index_real = home / "index.db"
@@ -447,12 +501,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vectors", action="store_true")
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--fresh", action="store_true")
+    ap.add_argument("--corpora", type=Path, default=gen_mailbox.CORPORA,
+                    help="the real mail the mailbox is made of (default ../shared/corpora)")
     ap.add_argument("--keyword-engine", choices=("fts5", "tantivy"), default="tantivy",
                     help="what ranks word searches ([index] keyword_engine; tantivy: the text index is built first)")
     a = ap.parse_args(argv)
     a.work.mkdir(parents=True, exist_ok=True)
     for size in (int(s) for s in a.sizes.split(",")):
-        r = build(size, a.work, a.fresh, a.runs, not a.no_peers, a.vectors, a.keyword_engine)
+        r = build(size, a.work, a.fresh, a.runs, not a.no_peers, a.vectors, a.keyword_engine, a.corpora)
         (a.work / f"results-{size}.json").write_text(json.dumps(r, indent=2))
         print(report(r), flush=True)
     return 0
