@@ -15,6 +15,8 @@ import functools
 import mailbox
 import os
 import re
+import stat
+import time
 from dataclasses import dataclass, field
 from email.policy import compat32
 from pathlib import Path
@@ -50,6 +52,23 @@ class ImportReport:
     with_problems: int = 0  # stored, but with a parse problem
     skipped: list[str] = field(default_factory=list)  # files that are not mail, with the reason
     folders: dict[str, int] = field(default_factory=dict)
+    # the folders holding a file that could not be stored: never recorded as listed whole
+    failed_in: set[str] = field(default_factory=set, repr=False)
+
+
+# A folder whose mtime is this recent is not recorded as listed whole: a file added in the same
+# tick of the clock, after the listing, would leave the mtime as recorded (notmuch guards alike).
+SETTLED_NS = 2_000_000_000
+
+
+@dataclass
+class ListedDirs:
+    """Maildir cur/ and new/ folders by mtime: those an earlier import listed whole (`known`,
+    path -> (mtime ns, files)) are not listed again while their mtime is the same; `listed` are
+    the ones this import listed, to be recorded once their files are stored."""
+
+    known: dict[str, tuple[int, int]] = field(default_factory=dict)
+    listed: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 def _is_maildir(path: Path) -> bool:
@@ -103,17 +122,34 @@ def _folder_name(root: Path, folder: Path) -> str:
     return "/".join(parts)
 
 
-def _walk_maildir(root: Path, folder: Path, name: str) -> Iterator[Item]:
+def _walk_maildir(
+    root: Path, folder: Path, name: str, report: ImportReport | None = None, dirs: ListedDirs | None = None
+) -> Iterator[Item]:
     for sub in ("new", "cur"):
         d = folder / sub
-        if not d.is_dir():
+        try:
+            st = os.stat(d)
+        except OSError:
             continue
+        if not stat.S_ISDIR(st.st_mode):
+            continue
+        mtime = st.st_mtime_ns
+        if dirs is not None and report is not None:
+            before = dirs.known.get(str(d))
+            if before is not None and before[0] == mtime:  # nothing added, renamed or removed since
+                report.seen += before[1]
+                report.unchanged += before[1]
+                continue
+        files = 0
         for entry in sorted(os.scandir(d), key=lambda e: e.name):
             if not entry.is_file() or entry.name.startswith("."):
                 continue
             p = Path(entry.path)
             flags = () if sub == "new" else _maildir_flags(entry.name, sub)
+            files += 1
             yield Item(name, str(p), flags, _reader(p), _mtime(p))
+        if dirs is not None and time.time_ns() - mtime > SETTLED_NS:
+            dirs.listed.append((str(d), mtime, files))
 
 
 def _walk_mbox(path: Path, name: str) -> Iterator[Item]:
@@ -141,8 +177,9 @@ def _mbox_headers(box: mailbox.mbox, key: str) -> email.message.Message:
     return email.parser.BytesHeaderParser(policy=compat32).parsebytes(b"".join(lines))
 
 
-def discover(path: Path, report: ImportReport) -> Iterator[Item]:
-    """Every message under `path`, whatever layout it has."""
+def discover(path: Path, report: ImportReport, dirs: ListedDirs | None = None) -> Iterator[Item]:
+    """Every message under `path`, whatever layout it has; with `dirs`, a Maildir folder listed
+    whole before and unchanged since is counted as seen and unchanged, not listed."""
     if not path.exists():
         raise ImportFailed(f"{path}: no such file or folder")
     if path.is_file():
@@ -156,7 +193,7 @@ def discover(path: Path, report: ImportReport) -> Iterator[Item]:
     if path.name in ("cur", "new", "tmp") and _is_maildir(path.parent):
         # a Maildir's cur/ named by itself held nothing to import: that one Maildir was meant
         maildir = path.parent
-        yield from _walk_maildir(maildir, maildir, maildir.resolve().name or "INBOX")
+        yield from _walk_maildir(maildir, maildir, maildir.resolve().name or "INBOX", report, dirs)
         return
     root = path
     for dirpath, dirnames, filenames in os.walk(root):
@@ -172,7 +209,7 @@ def discover(path: Path, report: ImportReport) -> Iterator[Item]:
             report.skipped.append(f"{here / d}: a hidden folder that is not a Maildir (another program's data)")
         name = _folder_name(root, here)
         if _is_maildir(here):
-            yield from _walk_maildir(root, here, name)
+            yield from _walk_maildir(root, here, name, report, dirs)
             dirnames[:] = [d for d in dirnames if d not in ("cur", "new", "tmp")]
         for fname in sorted(filenames):
             p = here / fname
@@ -193,9 +230,11 @@ def _incoming(item: Item, folder_id: int, report: ImportReport) -> Incoming | No
         raw = item.read()
     except OSError as e:
         report.skipped.append(f"{item.source}: cannot be read: {e}")
+        report.failed_in.add(os.path.dirname(item.source))
         return None
     if not raw or raw.isspace():  # not raw.strip(): that copies the message
         report.skipped.append(f"{item.source}: empty, nothing to store")
+        report.failed_in.add(os.path.dirname(item.source))
         return None
     return Incoming(
         raw,
@@ -225,7 +264,9 @@ def import_paths(
     # Looked up under the paths given: their files' names start with the path as given (a "."
     # gives names without it, so the account's every file is read then).
     given = [str(p) for p in paths]
-    known = store.local_sources(account_id, None if any(g in ("", ".") for g in given) else given)
+    under = None if any(g in ("", ".") for g in given) else given
+    known = store.local_sources(account_id, under)
+    dirs = ListedDirs(store.import_dirs(account_id, under))
     folder_ids: dict[str, int] = {}
     pending: list[Item] = []
 
@@ -268,7 +309,7 @@ def import_paths(
         pending.clear()
 
     for path in paths:
-        for item in discover(Path(path), report):
+        for item in discover(Path(path), report, dirs):
             report.seen += 1
             if item.mtime is not None and known.get(item.source, -1) == item.mtime:
                 report.unchanged += 1
@@ -280,6 +321,9 @@ def import_paths(
                 flush()
     if pending:
         flush()
+    if dirs.listed:  # every file of these stored (or known): the next import need not list them
+        with store.transaction():
+            store.set_import_dirs(account_id, [d for d in dirs.listed if d[0] not in report.failed_in])
     for skipped in report.skipped:
         logger.warning("import.skipped", reason=skipped)
     logger.info(

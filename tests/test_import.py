@@ -183,8 +183,68 @@ def test_an_import_reads_only_the_stored_files_under_its_paths(
     assert report.unchanged == 0 and read[-1] == 0  # none of big's 53 rows read
     again = api.import_mail([few, big], config=Config())
     assert again.unchanged == again.seen and read[-1] == again.seen
+    from oaken.store.locations import SOURCES_UNDER
+
     with open_store(oaken_home) as store:  # the rows are found through the index on source, not by a walk
-        plan = " ".join(str(r) for r in store.db.execute(
-            "EXPLAIN QUERY PLAN SELECT l.source FROM locations l INDEXED BY locations_source "
-            "WHERE l.uid IS NULL AND l.source IS NOT NULL AND l.source >= 'a' AND l.source < 'b'"))
-        assert "locations_source (source>? AND source<?)" in plan, plan
+        plan = " ".join(str(r) for r in store.db.execute("EXPLAIN QUERY PLAN " + SOURCES_UNDER, ("a", "b", 1)))
+        assert "USING INDEX locations_source (source>? AND source<?)" in plan, plan
+
+
+def test_a_maildir_folder_unchanged_since_it_was_listed_is_not_listed_again(
+    oaken_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#16: a no-change import of a million-file Maildir stat'ed every file (76-100 s). A cur/ or
+    new/ listed whole, every file stored, is recorded with its mtime; while that is the same no
+    file was added, renamed (a flag) or removed there, and it is not listed again. A folder
+    changed within the last seconds is not recorded (a file added in the same clock tick), nor one
+    holding a file that could not be stored."""
+    import os
+    import time
+
+    from oaken import importer
+
+    mail = tmp_path / "mail"
+    shutil.copytree(DATA / "notmuch-default", mail)
+    hour_ago = time.time() - 3600
+
+    def settle(when: float) -> None:
+        for d in [mail, *mail.rglob("*")]:
+            if d.is_dir():
+                os.utime(d, (when, when))
+
+    settle(hour_ago)
+    loose = sum(1 for p in mail.rglob("*") if p.is_file() and p.parent.name not in ("cur", "new"))
+    stats: list[str] = []
+    real = importer._mtime
+    monkeypatch.setattr(importer, "_mtime", lambda p: stats.append(str(p)) or real(p))
+
+    first = api.import_mail([mail], config=Config())
+    assert first.seen == 53 and len(stats) == 53
+    stats.clear()
+    again = api.import_mail([mail], config=Config())
+    assert (again.seen, again.unchanged, again.added) == (53, 53, 0)
+    assert len(stats) == loose  # the Maildir folders' files: not one stat'ed, nor listed
+
+    cur = mail / "foo" / "cur"
+    src = next(p for p in cur.iterdir() if p.is_file())
+    (cur / "new-one:2,S").write_bytes(src.read_bytes().replace(b"Message-Id: <", b"Message-Id: <x-", 1)
+                                     .replace(b"Message-ID: <", b"Message-ID: <x-", 1))
+    stats.clear()
+    added = api.import_mail([mail], config=Config())
+    assert added.seen == 54 and added.unchanged == 53 and added.new_locations + added.added == 1
+    assert {Path(p).parent for p in stats} - {p.parent for p in mail.rglob("*") if p.is_file()
+                                               and p.parent.name not in ("cur", "new")} == {cur}
+    stats.clear()
+    api.import_mail([mail], config=Config())  # foo/cur changed a moment ago: listed again, not trusted yet
+    assert {Path(p).parent for p in stats if Path(p).parent.name == "cur"} == {cur}
+
+    (mail / "bar" / "new" / "empty").write_bytes(b"")  # a file that cannot be stored
+    settle(hour_ago + 60)
+    for _ in range(2):  # listed each time, and said each time
+        stats.clear()
+        report = api.import_mail([mail], config=Config())
+        assert any("empty, nothing to store" in s for s in report.skipped)
+        assert str(mail / "bar" / "new" / "empty") in stats
+    stats.clear()
+    api.import_mail([mail], config=Config())
+    assert [p for p in stats if Path(p).parent == cur] == []  # settled since: recorded, not listed

@@ -30,7 +30,7 @@ def test_a_search_first_after_an_upgrade_reads_an_older_raw_db(tmp_path: Path) -
     for trigger in ("totals_account_insert", "totals_message_insert", "totals_message_delete",
                     "totals_message_update", "folder_count_insert", "folder_count_delete", "folder_count_update"):
         db.execute(f"DROP TRIGGER {trigger}")
-    db.execute("DROP INDEX locations_source")  # m009
+    db.execute("DROP INDEX locations_source; DROP TABLE import_dirs")  # m009, m010
     db.execute("DROP TABLE account_totals; DROP INDEX messages_problem; ALTER TABLE folders DROP COLUMN locations")
     for trigger in ("unread_loc_insert", "unread_loc_update", "unread_loc_delete"):
         db.execute(f"DROP TRIGGER {trigger}")

@@ -130,8 +130,34 @@ class Locations(ChangeFeed):
             return {r[0]: r[1] for r in self.db.execute(sql, (account_id,))}
         out: dict[str, int | None] = {}
         for prefix in dict.fromkeys(under):
-            rows = self.db.execute(
-                sql + " AND l.source >= ? AND l.source < ?", (account_id, prefix, prefix + "\U0010ffff")
-            )
+            rows = self.db.execute(SOURCES_UNDER, (prefix, prefix + "\U0010ffff", account_id))
             out.update((r[0], r[1]) for r in rows)
         return out
+
+    def import_dirs(self, account_id: int, under: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
+        """The Maildir cur/ and new/ folders an import listed whole (path -> (mtime in ns, files)),
+        under these paths (all the account's when None)."""
+        sql = "SELECT path, mtime_ns, files FROM import_dirs WHERE account_id = ?"
+        if under is None:
+            return {r[0]: (r[1], r[2]) for r in self.db.execute(sql, (account_id,))}
+        out: dict[str, tuple[int, int]] = {}
+        for prefix in dict.fromkeys(under):
+            rows = self.db.execute(sql + " AND path >= ? AND path < ?", (account_id, prefix, prefix + "\U0010ffff"))
+            out.update((r[0], (r[1], r[2])) for r in rows)
+        return out
+
+    def set_import_dirs(self, account_id: int, dirs: Iterable[tuple[str, int, int]]) -> None:
+        """Record folders an import listed whole and stored every file of: (path, mtime ns, files)."""
+        self.db.executemany(
+            "INSERT OR REPLACE INTO import_dirs(account_id, path, mtime_ns, files) VALUES (?, ?, ?, ?)",
+            [(account_id, path, mtime, files) for path, mtime, files in dirs],
+        )
+
+
+# The stored files under one path, by the index on source (m009): left to choose, SQLite walks
+# the account's folders and reads every location it imported (tests/test_import.py checks the plan).
+SOURCES_UNDER = (
+    "SELECT l.source, l.internaldate FROM locations l INDEXED BY locations_source "
+    "WHERE l.uid IS NULL AND l.source IS NOT NULL AND l.source >= ? AND l.source < ? "
+    "AND l.folder_id IN (SELECT id FROM folders WHERE account_id = ?)"
+)

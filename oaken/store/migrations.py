@@ -287,4 +287,18 @@ END;
 CREATE INDEX locations_source ON locations(source) WHERE uid IS NULL AND source IS NOT NULL;
 """,
     ),
+    (
+        # a Maildir's cur/ or new/ an import listed whole, by its mtime: while that is the same,
+        # no file was added, renamed or removed there, and a no-change import lists nothing
+        "m010_import_dirs",
+        """
+CREATE TABLE import_dirs(
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    files INTEGER NOT NULL,
+    PRIMARY KEY (account_id, path)
+) WITHOUT ROWID;
+""",
+    ),
 )
