@@ -14,8 +14,9 @@ Per size, on a Maildir made by scripts/gen_mailbox.py (real mail recombined; see
    `oaken reindex`, a no-change `oaken import` of the same Maildir, `oaken status`, 100 new
    messages imported and indexed, a triage change reaching the indexes (triage + reindex).
 6. With --vectors: vectors for every chunk by the `concept` stand-in embedder (the real model
-   embeds about 450 chunks/s here: hours at 1M; the stand-in's vectors have the real width, so
-   the store, its ANN index and the search path cost what they would), then hybrid warm p50 / p95
+   embeds about 450 chunks/s here: hours at 1M; the stand-in is given the real model's width,
+   384 by default (--vector-dim; OAKEN_CONCEPT_DIM), so the store, its ANN index and the search
+   path cost what they would), then hybrid warm p50 / p95
    and the server's RSS. Query embedding by the real model (a few ms, scripts/bench_hybrid.py)
    is not in these figures: the report says so.
 
@@ -365,7 +366,7 @@ def home_config(model: str, engine: str) -> str:
 
 
 def build(size: int, work: Path, fresh: bool, runs: int, peers: bool, vectors: bool, engine: str = "fts5",
-          corpora: Path = gen_mailbox.CORPORA) -> dict:
+          corpora: Path = gen_mailbox.CORPORA, vector_dim: int = 384) -> dict:
     maildir = work / f"maildir-{size}"
     home = work / f"oaken-{size}"
     peer_dir = work / f"peers-{size}"
@@ -382,7 +383,7 @@ def build(size: int, work: Path, fresh: bool, runs: int, peers: bool, vectors: b
             p.read_bytes()
     result["maildir_mb"] = mb(du(maildir) - du(maildir / ".notmuch"))
 
-    env = {**os.environ, "OAKEN_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "OAKEN_HOME": str(home), "HF_HUB_OFFLINE": "1", "OAKEN_CONCEPT_DIM": str(vector_dim)}
     built_here = not (home / "raw.db").exists()
     if built_here:
         home.mkdir(parents=True, exist_ok=True)
@@ -428,10 +429,12 @@ def build(size: int, work: Path, fresh: bool, runs: int, peers: bool, vectors: b
     if vectors:
         (home / "config.toml").write_text(home_config("concept", engine))
         built = home / "bench-vectors.json"  # the first build's figures: a later run's reindex has nothing to do
+        if built.exists() and json.loads(built.read_text()).get("dim") != vector_dim:
+            built.unlink()  # vectors of another width: all embedded again, and timed
         if not built.exists():
             t = bench_index.measure([[*OAKEN, "reindex"]], env)
             built.write_text(json.dumps({"seconds": round(t.seconds, 1), "peak_rss_mb": round(t.peak_mb, 1),
-                                         "embedder": "concept (stand-in)"}))
+                                         "embedder": "concept (stand-in)", "dim": vector_dim}))
         result["vectors_build"] = json.loads(built.read_text())
         result["hybrid"] = warm_searches(env, runs)
     result["changes"] = change_costs(home, maildir, work, size, max(3, runs // 4), vectors, corpora)
@@ -485,7 +488,8 @@ def report(r: dict) -> str:
     lines.append(f"  cold `oaken search --no-daemon pipeline`: {r['cold_no_daemon_s']} s")
     if "vectors_build" in r:
         v = r["vectors_build"]
-        lines.append(f"  vectors built in {v['seconds']} s by {v['embedder']}, peak {v['peak_rss_mb']} MB")
+        lines.append(f"  vectors built in {v['seconds']} s by {v['embedder']}, {v.get('dim', 256)} dimensions, "
+                     f"peak {v['peak_rss_mb']} MB")
     c = r["changes"]
     lines.append("  changes, each a new `oaken` process: " + ", ".join(f"{k} {v}" for k, v in c.items()))
     w = r.get("changes_warm", {})
@@ -501,14 +505,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vectors", action="store_true")
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--fresh", action="store_true")
+    ap.add_argument("--vector-dim", type=int, default=384,
+                    help="the stand-in embedder's width with --vectors (all-MiniLM-L6-v2's: 384)")
     ap.add_argument("--corpora", type=Path, default=gen_mailbox.CORPORA,
                     help="the real mail the mailbox is made of (default ../shared/corpora)")
     ap.add_argument("--keyword-engine", choices=("fts5", "tantivy"), default="tantivy",
                     help="what ranks word searches ([index] keyword_engine; tantivy: the text index is built first)")
     a = ap.parse_args(argv)
     a.work.mkdir(parents=True, exist_ok=True)
+    os.environ["OAKEN_CONCEPT_DIM"] = str(a.vector_dim)  # every oaken process of the run, and this one
     for size in (int(s) for s in a.sizes.split(",")):
-        r = build(size, a.work, a.fresh, a.runs, not a.no_peers, a.vectors, a.keyword_engine, a.corpora)
+        r = build(size, a.work, a.fresh, a.runs, not a.no_peers, a.vectors, a.keyword_engine, a.corpora, a.vector_dim)
         (a.work / f"results-{size}.json").write_text(json.dumps(r, indent=2))
         print(report(r), flush=True)
     return 0

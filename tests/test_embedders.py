@@ -122,3 +122,16 @@ def test_the_real_model_through_the_pipeline_and_the_retriever(tmp_path: Path, m
     assert coverage.status(config)["state"] == "ready"
     result = VectorRetriever(config, embedder=minilm).retrieve("energy company business", VectorFilters(), want=2)
     assert result.state == "ok" and len(result.hits) == 2 and -1.0 <= result.best_cosine <= 1.0
+
+
+def test_the_stand_in_takes_a_model_s_width_for_benchmarks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scripts/bench_scale.py gives the stand-in all-MiniLM-L6-v2's 384 dimensions
+    (OAKEN_CONCEPT_DIM), so a million messages' vectors cost what the real model's would."""
+    monkeypatch.setenv("OAKEN_CONCEPT_DIM", "384")
+    wide = load_embedder(cfg(model="concept"), cached=False)
+    assert wide is not None and wide.embed_query("board meeting").shape == (384,)
+    assert ":384:" in wide.fingerprint  # vectors of another width are embedded again, never mixed
+    for bad in ("abc", "0", "99999"):
+        monkeypatch.setenv("OAKEN_CONCEPT_DIM", bad)
+        with pytest.raises(VectorUnavailable, match="OAKEN_CONCEPT_DIM"):
+            load_embedder(cfg(model="concept"), cached=False)

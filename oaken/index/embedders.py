@@ -4,6 +4,7 @@ imported only when used, since importing sentence-transformers alone costs secon
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import TYPE_CHECKING, Callable
 
@@ -46,7 +47,14 @@ def _concept(config: Config) -> Embedder:
         from oaken.index.concept import ConceptEmbedder
     except ImportError as exc:
         raise VectorUnavailable("no_embedder", f"embedder 'concept': cannot be imported: {exc}") from exc
-    return ConceptEmbedder()
+    # benchmarks give the stand-in a model's width (all-MiniLM-L6-v2: 384), so a million
+    # messages' vectors cost to store and search what the real model's would (scripts/bench_scale.py)
+    width = os.environ.get("OAKEN_CONCEPT_DIM", "")
+    if not width:
+        return ConceptEmbedder()
+    if not width.isdigit() or not 8 <= int(width) <= 4096:
+        raise VectorUnavailable("no_embedder", f"OAKEN_CONCEPT_DIM={width!r}: give a width from 8 to 4096, or unset it")
+    return ConceptEmbedder(int(width))
 
 
 def _mpnet(config: Config) -> Embedder:
