@@ -224,6 +224,8 @@ def test_a_maildir_folder_unchanged_since_it_was_listed_is_not_listed_again(
     again = api.import_mail([mail], config=Config())
     assert (again.seen, again.unchanged, again.added) == (53, 53, 0)
     assert len(stats) == loose  # the Maildir folders' files: not one stat'ed, nor listed
+    stats.clear()
+    assert importer.count([mail]) == 53 and len(stats) == loose  # the progress bar's count stats none either
 
     cur = mail / "foo" / "cur"
     src = next(p for p in cur.iterdir() if p.is_file())
