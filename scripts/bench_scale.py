@@ -437,6 +437,10 @@ def build(size: int, work: Path, fresh: bool, runs: int, peers: bool, vectors: b
                                          "embedder": "concept (stand-in)", "dim": vector_dim}))
         result["vectors_build"] = json.loads(built.read_text())
         result["hybrid"] = warm_searches(env, runs)
+        degraded = [m for m in result["hybrid"]["modes"] if m.startswith("degraded")]
+        if degraded:  # the vector side did not answer: these are not hybrid figures
+            raise SystemExit(f"hybrid searches were answered degraded ({degraded}): is vectors/ complete? "
+                             "(`oaken status`; a new width is embedded by the next passes)")
     result["changes"] = change_costs(home, maildir, work, size, max(3, runs // 4), vectors, corpora)
     result["changes_warm"] = warm_change_costs(home, work, size, corpora)
     result["disk_mb"] = {name: mb(du(home / name)) for name in ("raw.db", "index.db", "vectors")}

@@ -135,3 +135,16 @@ def test_the_stand_in_takes_a_model_s_width_for_benchmarks(monkeypatch: pytest.M
         monkeypatch.setenv("OAKEN_CONCEPT_DIM", bad)
         with pytest.raises(VectorUnavailable, match="OAKEN_CONCEPT_DIM"):
             load_embedder(cfg(model="concept"), cached=False)
+
+
+def test_a_pass_under_another_stand_in_width_is_not_the_last_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass decides from the last pass's record whether the model need not be loaded: a
+    width given after it must not be taken for the same settings (a benchmark's `oaken reindex`
+    returned at once, and the next pass embedded the million again)."""
+    from oaken.index.vector_files import _settings
+
+    monkeypatch.delenv("OAKEN_CONCEPT_DIM", raising=False)
+    plain = _settings(cfg(model="concept"))
+    monkeypatch.setenv("OAKEN_CONCEPT_DIM", "384")
+    assert _settings(cfg(model="concept")) != plain
+    assert _settings(cfg(model="none")) == _settings(cfg(model="none"))  # other models: as before

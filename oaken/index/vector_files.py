@@ -123,12 +123,16 @@ def chunker_version() -> str:
 
 def _settings(config: Config) -> dict:
     """What decides which embedder a pass loads and how the store is kept."""
-    return {
+    out = {
         "model": config.embedder.model,
         "backend": config.embedder.backend,
         "chunker": chunker_version(),
         "ann_min_rows": config.index.vector_ann_min_rows,
     }
+    width = os.environ.get("OAKEN_CONCEPT_DIM")
+    if config.embedder.model == "concept" and width:  # the stand-in at a benchmark's width (embedders._concept)
+        out["concept_dim"] = width
+    return out
 
 
 def read_last_pass(data_dir: Path, config: Config) -> dict | None:
