@@ -41,6 +41,27 @@ def import_mail(
         return import_paths(store, name, [Path(p).expanduser() for p in paths], progress=progress)
 
 
+def import_count(paths: Sequence[str | Path], *, account: str | None = None, config: Config | None = None) -> int:
+    """How many messages `import_mail` will see (its progress bar's total): the Maildir folders
+    an earlier import listed whole and that are unchanged since are counted from raw.db's record,
+    not listed (a million files: 7 s of listing before a 0.1 s import)."""
+    from oaken import importer
+
+    cfg = _cfg(config)
+    name = cfg.account(account) or "local"
+    given = [Path(p).expanduser() for p in paths]
+    listed: dict[str, tuple[int, int]] = {}
+    raw = config_mod.resolve_data_dir(cfg) / "raw.db"
+    if raw.exists():
+        with open_store(raw.parent, readonly=True) as store:
+            if name in store.account_names():
+                under = [str(p) for p in given]
+                listed = store.import_dirs(
+                    store.account_id(name), None if any(u in ("", ".") for u in under) else under
+                )
+    return importer.count(given, listed)
+
+
 def set_triage(
     message: int,
     *,

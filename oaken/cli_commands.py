@@ -96,11 +96,11 @@ def _ask_account(args: argparse.Namespace) -> None:
 def cmd_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from oaken import extras, importer
+    from oaken import api, extras
 
     box = _mailbox(args)
     paths = [Path(p).expanduser() for p in args.paths]
-    total = importer.count(paths) if sys.stderr.isatty() else None
+    total = api.import_count(paths, account=args.account, config=box.config) if sys.stderr.isatty() else None
     update, close = progress_bar(total, "import")
     index_update: Callable[[int], None] | None = None
     index_close: Callable[[], None] = lambda: None  # noqa: E731

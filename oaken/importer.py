@@ -70,6 +70,7 @@ class ListedDirs:
     known: dict[str, tuple[int, int]] = field(default_factory=dict)
     listed: list[tuple[str, int, int]] = field(default_factory=list)
     stat_files: bool = True  # False: only counting (the progress bar): no file's mtime is read
+    skipped_files: int = 0  # files of the folders not listed (counted as seen and unchanged)
 
 
 def _is_maildir(path: Path) -> bool:
@@ -140,6 +141,7 @@ def _walk_maildir(
             if before is not None and before[0] == mtime:  # nothing added, renamed or removed since
                 report.seen += before[1]
                 report.unchanged += before[1]
+                dirs.skipped_files += before[1]
                 continue
         files = 0
         for entry in sorted(os.scandir(d), key=lambda e: e.name):
@@ -311,6 +313,9 @@ def import_paths(
 
     for path in paths:
         for item in discover(Path(path), report, dirs):
+            if progress and dirs.skipped_files:  # a folder not listed: its files pass on the bar at once
+                progress(dirs.skipped_files)
+                dirs.skipped_files = 0
             report.seen += 1
             if item.mtime is not None and known.get(item.source, -1) == item.mtime:
                 report.unchanged += 1
@@ -320,6 +325,8 @@ def import_paths(
             pending.append(item)
             if len(pending) >= batch_size:
                 flush()
+    if progress and dirs.skipped_files:
+        progress(dirs.skipped_files)
     if pending:
         flush()
     if dirs.listed:  # every file of these stored (or known): the next import need not list them
@@ -338,15 +345,17 @@ def import_paths(
     return report
 
 
-def count(paths: list[Path]) -> int:
+def count(paths: list[Path], listed: dict[str, tuple[int, int]] | None = None) -> int:
     """How many messages an import will see, for the progress bar (cheap: no file is read, nor a
-    Maildir file's mtime: a million of them cost ~80 s to stat)."""
+    Maildir file's mtime: a million of them cost ~80 s to stat). `listed`: the folders an import
+    listed whole (Store.import_dirs), counted from the record while unchanged, not listed."""
     report = ImportReport()
+    dirs = ListedDirs(dict(listed or {}), stat_files=False)
     total = 0
     for path in paths:
         try:
-            for _ in discover(Path(path), report, ListedDirs(stat_files=False)):
+            for _ in discover(Path(path), report, dirs):
                 total += 1
         except ImportFailed:
             pass
-    return total
+    return total + dirs.skipped_files

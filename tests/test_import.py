@@ -226,6 +226,15 @@ def test_a_maildir_folder_unchanged_since_it_was_listed_is_not_listed_again(
     assert len(stats) == loose  # the Maildir folders' files: not one stat'ed, nor listed
     stats.clear()
     assert importer.count([mail]) == 53 and len(stats) == loose  # the progress bar's count stats none either
+    listings: list[str] = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(importer.os, "scandir", lambda d: listings.append(str(d)) or real_scandir(d))
+    assert api.import_count([mail], config=Config()) == 53  # the bar's total, from raw.db's record
+    assert not [d for d in listings if Path(d).name in ("cur", "new")]
+    ticks: list[int] = []
+    assert api.import_mail([mail], config=Config(), progress=ticks.append).seen == 53
+    assert sum(ticks) == 53  # the folders not listed pass on the bar too
+    monkeypatch.setattr(importer.os, "scandir", real_scandir)
 
     cur = mail / "foo" / "cur"
     src = next(p for p in cur.iterdir() if p.is_file())
