@@ -46,57 +46,57 @@ class Ranker:
 
     def held(self, expr: str, chunks: Sequence[int], skip: int) -> dict[int, tuple[int, ...]] | None:
         """Which phrases of `expr` (numbered as FTS5 does, less the first `skip`) each of these
-        chunks holds; None when there are more than HELD_MAX. One search: the chunks, each phrase
-        adding 2^i to the score (a sum of powers of two: exact in Tantivy's float32 scores). At a
-        million messages 3.5-4.9 ms for 250 chunks, where FTS5's lookup of each took 10-19."""
+        chunks holds; None when there are more than HELD_MAX. At a million messages 3.5-4.9 ms
+        for 250 chunks, where FTS5's lookup of each took 10-19."""
         phrases = Compiler(self._index.schema, self._tokens, self._quoted).phrases(expr)[skip:]
         if len(phrases) > HELD_MAX:
             return None
         if not chunks:
             return {}
-        schema = self._index.schema
-        parts = [
-            (
-                tantivy.Occur.Must,
-                tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "chunk", list(chunks)), 0.0),
-            )
-        ]
-        parts += [
-            (tantivy.Occur.Should, tantivy.Query.const_score_query(q, float(1 << i))) for i, q in enumerate(phrases)
-        ]
-        found = self._searcher.search(tantivy.Query.boolean_query(parts), len(chunks), count=False).hits
-        ids = self._searcher.fast_field_values("chunk", [a for _, a in found])
-        out = {}
-        for (score, _), chunk in zip(found, ids):
-            bits = int(score)
-            out[int(chunk or 0)] = tuple(i for i in range(len(phrases)) if bits >> i & 1)
-        return out
+        found = self._which("chunk", chunks, phrases, len(chunks))
+        return {chunk: tuple(i for i in range(len(phrases)) if bits >> i & 1) for chunk, bits in found}
 
     def present(self, expressions: Sequence[str], messages: Sequence[int]) -> dict[int, set[int]] | None:
         """For each of these messages, which of `expressions` (their indexes) one of its chunks
         matches; None for more than HELD_MAX expressions or more matching chunks than one list
-        reads. One search, as `held`: at a million messages ~4 ms for 150 messages and a phrase,
-        where FTS5 took 26-77 (the vector side of a hybrid phrase search asks it each round)."""
+        reads. At a million messages ~4 ms for 150 messages and a phrase, where FTS5 took 26-77
+        (the vector side of a hybrid phrase search asks it each round)."""
         if len(expressions) > HELD_MAX:
             return None
         if not messages or not expressions:
             return {}
         compiler = Compiler(self._index.schema, self._tokens, self._quoted)
-        ids = tantivy.Query.term_set_query(self._index.schema, "message", list(messages))
-        parts = [(tantivy.Occur.Must, tantivy.Query.const_score_query(ids, 0.0))]
-        parts += [
-            (tantivy.Occur.Should, tantivy.Query.const_score_query(compiler.compile(e), float(1 << i)))
-            for i, e in enumerate(expressions)
-        ]
         k = min(self._searcher.num_docs, max(len(messages) * PRESENT_CHUNKS, 1000))
-        found = self._searcher.search(tantivy.Query.boolean_query(parts, 1), max(k, 1), count=False).hits
+        found = self._which("message", messages, [compiler.compile(e) for e in expressions], k, matching=True)
         if len(found) >= k and k < self._searcher.num_docs:
             return None  # it may hold more: FTS5 says
         out: dict[int, set[int]] = {}
-        for (score, _), message in zip(found, self._searcher.fast_field_values("message", [a for _, a in found])):
-            bits = int(score)
-            out.setdefault(int(message or 0), set()).update(i for i in range(len(expressions)) if bits >> i & 1)
+        for message, bits in found:
+            out.setdefault(message, set()).update(i for i in range(len(expressions)) if bits >> i & 1)
         return out
+
+    def _which(
+        self, field: str, ids: Sequence[int], queries: list[tantivy.Query], k: int, *, matching: bool = False
+    ) -> list[tuple[int, int]]:
+        """(`field`'s value, which of `queries` it matched as bits) for the documents whose `field`
+        is one of `ids` (and, `matching`, that match one of them), at most `k`. One search: the ids
+        a term set, each query a constant score of 2^i, so a score is the sum of the bits (exact
+        in Tantivy's float32 scores up to HELD_MAX queries)."""
+        parts = [
+            (
+                tantivy.Occur.Must,
+                tantivy.Query.const_score_query(
+                    tantivy.Query.term_set_query(self._index.schema, field, list(ids)), 0.0
+                ),
+            )
+        ]
+        parts += [
+            (tantivy.Occur.Should, tantivy.Query.const_score_query(q, float(1 << i))) for i, q in enumerate(queries)
+        ]
+        query = tantivy.Query.boolean_query(parts, 1) if matching else tantivy.Query.boolean_query(parts)
+        found = self._searcher.search(query, max(k, 1), count=False).hits
+        values = self._searcher.fast_field_values(field, [a for _, a in found])
+        return [(int(v or 0), int(score)) for (score, _), v in zip(found, values)]
 
 
 HELD_MAX = 24  # phrases whose bits a float32 score holds exactly
