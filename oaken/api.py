@@ -55,10 +55,7 @@ def import_count(paths: Sequence[str | Path], *, account: str | None = None, con
     if raw.exists():
         with open_store(raw.parent, readonly=True) as store:
             if name in store.account_names():
-                under = [str(p) for p in given]
-                listed = store.import_dirs(
-                    store.account_id(name), None if any(u in ("", ".") for u in under) else under
-                )
+                listed = store.import_dirs(store.account_id(name), importer.stored_under(given))
     return importer.count(given, listed)
 
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from email.policy import compat32
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from oaken import crashpoints, envelope, log
 from oaken.errors import ImportFailed
@@ -250,6 +250,14 @@ def _incoming(item: Item, folder_id: int, report: ImportReport) -> Incoming | No
     )
 
 
+def stored_under(paths: Sequence[Path]) -> list[str] | None:
+    """The prefixes an import of `paths` finds its stored files and folders under (Store.
+    local_sources, import_dirs): the paths as given, since the files' names start with them; None
+    (all of the account's) when one is "." or empty, whose files' names do not."""
+    given = [str(p) for p in paths]
+    return None if any(g in ("", ".") for g in given) else given
+
+
 def import_paths(
     store: Store,
     account: str,
@@ -264,10 +272,7 @@ def import_paths(
     account_id = store.ensure_account(account)
     # A Maildir file never changes under its name (a flag change renames it), so a file stored
     # before with the same mtime is skipped unread: a no-change import reads no mail.
-    # Looked up under the paths given: their files' names start with the path as given (a "."
-    # gives names without it, so the account's every file is read then).
-    given = [str(p) for p in paths]
-    under = None if any(g in ("", ".") for g in given) else given
+    under = stored_under(paths)
     known = store.local_sources(account_id, under)
     dirs = ListedDirs(store.import_dirs(account_id, under))
     folder_ids: dict[str, int] = {}
