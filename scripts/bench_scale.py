@@ -245,6 +245,7 @@ def correctness(env: dict[str, str], home: Path, maildir: Path, peer_dir: Path, 
         failures.append(f"the text index does not rank: {text}")
     from oaken.search import client
 
+    nm_env = {**os.environ, "NOTMUCH_CONFIG": str(peer_dir / "notmuch-config")}
     asked = 0
     with serving(env) as (_, where):
         for shape in ("one word", "three-word question", "quoted phrase", "filters only", "no words"):
@@ -256,14 +257,12 @@ def correctness(env: dict[str, str], home: Path, maildir: Path, peer_dir: Path, 
                 if warm != cold:
                     failures.append(f"{q!r}: the warm server answered {warm}, a new process {cold}")
                 if peers and shape in ("one word", "quoted phrase") and not warm:
-                    nm_env = {**os.environ, "NOTMUCH_CONFIG": str(peer_dir / "notmuch-config")}
                     found = subprocess.run(["notmuch", "count", q], env=nm_env, capture_output=True, text=True,
                                            check=True).stdout.strip()
                     if found != "0":
                         failures.append(f"{q!r}: notmuch finds {found} messages, Oaken none")
                 asked += 1
     if peers:
-        nm_env = {**os.environ, "NOTMUCH_CONFIG": str(peer_dir / "notmuch-config")}
         found = subprocess.run(["notmuch", "count", "*"], env=nm_env, capture_output=True, text=True,
                                check=True).stdout.strip()
         if found != str(want):
