@@ -519,6 +519,8 @@ def _inspect_main(home: str, spec_path: str) -> int:
     import apsw
 
     from oaken import config as config_mod
+    from oaken.errors import OakenError
+    from oaken.index.keyword.schema import EMBEDDED_SQL
     from oaken.store import open_store
 
     spec = json.loads(Path(spec_path).read_text())
@@ -535,6 +537,7 @@ def _inspect_main(home: str, spec_path: str) -> int:
     locations: dict[int, collections.Counter] = {}
     raw_ids: list[int] = []
     problems = 0
+    raw_read = False  # raw.db's messages known: what index.db holds is compared with them
     if (data_dir / "raw.db").exists():
         try:
             with open_store(data_dir, readonly=True) as store:
@@ -549,7 +552,9 @@ def _inspect_main(home: str, spec_path: str) -> int:
                         carriers[tok.decode()].append(mid)
                     locations[mid] = collections.Counter(loc.folder for loc in store.locations(mid))
                 problems = sum(1 for m in store.metas(raw_ids).values() if m.problem)
-        except apsw.Error as e:  # e.g. a raw.db whose first migration met a full disk
+                raw_read = True
+        except (apsw.Error, OakenError) as e:  # a raw.db whose first migration met a full disk; a
+            # reader refused on a full disk (SQLite cannot create the -shm file WAL mode maps)
             notes.append(f"raw.db unreadable: {type(e).__name__}: {str(e)[:80]}")
     extra = [i for i in raw_ids if not any(i in ids for ids in carriers.values())]
     if extra:
@@ -588,12 +593,13 @@ def _inspect_main(home: str, spec_path: str) -> int:
             try:
                 db.setbusytimeout(5000)
                 ids = [r[0] for r in db.execute("SELECT id FROM messages")]
-                strays = set(ids) - set(raw_ids)
+                strays = set(ids) - set(raw_ids) if raw_read else set()
                 twice = db.execute("SELECT count(*) - count(DISTINCT message || '/' || ord || '/' || kind) "
                                    "FROM chunks").fetchone()[0]
                 orphans = db.execute("SELECT count(*) FROM chunks WHERE message NOT IN (SELECT id FROM messages)"
                                      ).fetchone()[0]
-                body_chunks = {r[0] for r in db.execute("SELECT id FROM chunks WHERE kind = 'body'")}
+                # the chunks the embedding pass embeds (bodies and attachments' words), by its own rule
+                body_chunks = {r[0] for r in db.execute(f"SELECT id FROM chunks WHERE {EMBEDDED_SQL}")}
             finally:
                 db.close()
             if strays:
