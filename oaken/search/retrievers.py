@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from oaken.config import SearchConfig
-from oaken.index.keyword import KeywordChunkHit, KeywordIndex
+from oaken.index.keyword import KeywordChunkHit, KeywordFilters, KeywordIndex
 from oaken.search.filters import Constraints, as_of
 from oaken.search.matching import MatchPlan
 from oaken.search.types import MatchedChunk, RetrieverTrace
@@ -22,6 +22,9 @@ from oaken.store import Store
 SNIPPET_CHARS = 160
 # A listing reads pages of the date index until it has enough; this bounds one page.
 MAX_PAGE = 5000
+# Rounds past max_candidates that leave out the messages already read (`_past`): a word of a
+# subject is in every chunk of its message, so one long message can fill a whole round.
+PAST_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,22 @@ def keyword(
         if len(admitted) >= want or exhausted or asked >= cfg.max_candidates:
             break
         asked = min(asked * 2, cfg.max_candidates)
+    # The chunks read may belong to fewer than `want` messages: a few long ones (a 997-chunk
+    # message held a subject word in each: the list was that one message, cut short, and fusion
+    # gave a cut list's first rank almost nothing, so a lookup of its own word ranked it third).
+    # Then rounds past the cap read the other messages; each one's best chunk scored below every
+    # chunk already read, so they rank after the messages found so far (a question's graded order
+    # holds within each round). Filters that reject what was read do not widen past the cap.
+    seen = {h.message for h in hits}
+    for _ in range(PAST_ROUNDS):
+        if len(admitted) >= want or exhausted or len(seen) >= want:
+            break
+        rounds += 1
+        more, exhausted = _query(index, plan.expression, _past(cons, seen), asked, details=not lazy)
+        seen |= {h.message for h in more}
+        found = [c for c in _collapse(more, plan, every=lazy) if len(c.held) >= plan.required]
+        kept = set(cons.admit(index, store, [c.message for c in found], phrases_checked=True))
+        admitted += [c for c in found if c.message in kept]
     total = len(plan.clauses)
     spread: list[_Candidate] = []
     # only once every one-chunk match is listed, so that the list is the same prefix at any depth
@@ -159,6 +178,16 @@ def keyword(
     # cut short: more matches lay past the chunks read (a lookup's words across chunks: its quota met)
     cut = not exhausted or (bool(spread) and len(ranked) >= want)
     return RetrieverResult("keyword", ranked, trace, cut=cut)
+
+
+def _past(cons: Constraints, seen: set[int]) -> Constraints:
+    """`cons` leaving out the messages a round already read, in index.db's filters and in the
+    list of recently changed messages (filters.as_of)."""
+
+    def more(f: KeywordFilters) -> KeywordFilters:
+        return replace(f, exclude_ids=f.exclude_ids | seen)
+
+    return replace(cons, index=more(cons.index), side=None if cons.side is None else more(cons.side))
 
 
 def describe(index: KeywordIndex, plan: MatchPlan, cons: Constraints, ranked: Sequence[Ranked]) -> dict[int, Ranked]:

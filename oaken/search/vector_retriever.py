@@ -18,7 +18,7 @@ import shlex
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -30,6 +30,9 @@ from oaken.index.vectors import VectorChunkHit, VectorFilters, VectorStore
 
 OK, OFF, SKIPPED = "ok", "off", "skipped"
 CHUNKS_PER_MESSAGE = 3  # first round: this many chunks per message wanted, since chunks collapse
+# Rounds past max_candidates that leave out the messages already read: one long message's chunks
+# can fill a whole round (as on the keyword side: oaken.search.retrievers.PAST_ROUNDS).
+PAST_ROUNDS = 3
 Admit = Callable[[Sequence[int]], Sequence[int]]
 
 
@@ -338,6 +341,21 @@ class VectorRetriever:
                 searched = filters  # too few passed what `loose` left out: LanceDB applies it
                 continue
             candidates = min(candidates * 2, s.max_candidates)
+        # The chunks read held fewer than `want` messages (a few long ones): past the cap, read
+        # the other messages; their best chunks come after every chunk read.
+        seen = {m for m, _, _ in messages}
+        for _ in range(PAST_ROUNDS):
+            if len(kept) >= want or exhausted or len(seen) >= want:
+                break
+            if time.monotonic() > deadline:
+                raise _Timeout()
+            rounds += 1
+            chunks = store.search(query, replace(searched, exclude_ids=searched.exclude_ids | seen), candidates)
+            found = collapse(chunks)
+            seen |= {m for m, _, _ in found}
+            allowed = set(admit([m for m, _, _ in found])) if admit else None
+            kept += [x for x in found if allowed is None or x[0] in allowed]
+            exhausted = len(chunks) < candidates
         timings["search"] = _ms(t2)
         # a rebuild that began after _open's check may have emptied the table meanwhile: asked
         # again after the search, so a partial list is never given as the whole one
