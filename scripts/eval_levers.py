@@ -16,7 +16,7 @@ wrapping one function of the engine for the run, then `python -m oaken.evals ret
 - recency: after fusion a message's score is multiplied by 1 + --gain x its date's percentile
   among the fused messages (a re-ranker that never adds a hit).
 
-Measured and not kept (2026-12-05, dev half; docs/meaning-at-scale.md "Query expansion,
+Measured and not kept (2026-12-04, dev half; docs/meaning-at-scale.md "Query expansion,
 threads, recency").
 """
 
