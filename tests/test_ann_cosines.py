@@ -87,6 +87,28 @@ def test_ann_and_bypassed_index_agree(ann_store: tuple[Config, VectorStore]) -> 
     assert {h.chunk_id: round(h.score, 3) for h in ann} == {h.chunk_id: round(h.score, 3) for h in exact}
 
 
+def test_ann_path_leaves_out_the_messages_already_read(ann_store: tuple[Config, VectorStore]) -> None:
+    """A round past max_candidates excludes the messages read (oaken.search.vector_retriever
+    PAST_ROUNDS): on the ANN path it must give the next messages, with exact cosines."""
+    cfg, store = ann_store
+    embedder = load_embedder(cfg)
+    assert embedder is not None
+    q = np.asarray(embedder.embed_query(QUERIES[0]), dtype=np.float64)
+    first = store.search(q, VectorFilters(account="eval"), limit=30)
+    read = frozenset(h.message for h in first)
+    more = store.search(q, VectorFilters(account="eval", exclude_ids=read), limit=10)
+    assert more and not read & {h.message for h in more}
+    t = store.live(["chunk_id", "message", "vector"])
+    keep = [i for i, m in enumerate(t.column("message").to_pylist()) if m not in read]
+    m = np.asarray([t.column("vector").to_pylist()[i] for i in keep], dtype=np.float64)
+    ids = np.asarray([t.column("chunk_id").to_pylist()[i] for i in keep])
+    cos = (m @ q) / (np.linalg.norm(m, axis=1) * np.linalg.norm(q))
+    order = np.lexsort((ids, -cos))[:10]
+    assert [h.chunk_id for h in more] == [int(ids[i]) for i in order]
+    for hit, i in zip(more, order):
+        assert hit.score == pytest.approx(float(cos[i]), abs=1e-3)
+
+
 def test_meaning_floor_keeps_hits_on_the_ann_path(ann_store: tuple[Config, VectorStore],
                                                    tmp_path: Path) -> None:
     """The same question over the same mail answers alike below and above the ANN threshold,
