@@ -23,6 +23,7 @@ from tests.search_fixtures import ACCOUNT, DATA, build_mailbox, config_for, toke
 
 WORD = "zebrafish"
 OWN = "qz7longreport"  # held by the long message only (in its subject: every chunk)
+OTHER = "tapir"  # in the long message's subject too, and in one message beside WORD but in another chunk
 SETTINGS = {"max_candidates": 40, "fused_depth": 10}
 
 
@@ -34,7 +35,7 @@ def _long_message() -> bytes:
     lines = [ln for ln in head.split(b"\n") if not ln.lower().startswith(keep)]
     lines += [
         b"Message-ID: <long-report@oaken.test>",
-        f"Subject: {WORD} survey {OWN}".encode(),
+        f"Subject: {WORD} survey {OWN} {OTHER}".encode(),
         b"Content-Type: text/plain; charset=utf-8",
     ]
     words = body.decode("utf-8", "replace").split() * 40
@@ -42,13 +43,29 @@ def _long_message() -> bytes:
     return b"\n".join(lines) + b"\n\n" + "\n\n".join(paragraphs).encode() + b"\n"
 
 
+def _spread_message() -> bytes:
+    """A real message whose first chunk holds WORD and whose last holds OTHER (~4 chunks apart)."""
+    base = (DATA / "INBOX" / "cur" / "enron-lay-inbox-78!2,S").read_bytes().replace(b"\r\n", b"\n")
+    head, _, body = base.partition(b"\n\n")
+    keep = (b"message-id:", b"subject:", b"content-type:", b"content-transfer-encoding:")
+    lines = [ln for ln in head.split(b"\n") if not ln.lower().startswith(keep)]
+    lines += [b"Message-ID: <spread@oaken.test>", b"Subject: field notes", b"Content-Type: text/plain; charset=utf-8"]
+    words = body.decode("utf-8", "replace").split() * 20
+    paragraphs = [" ".join(words[i * 53 : i * 53 + 140]) for i in range(6)]
+    paragraphs[0] = f"The {WORD} tank. " + paragraphs[0]
+    paragraphs[-1] += f" A {OTHER} at the end."
+    return b"\n".join(lines) + b"\n\n" + "\n\n".join(paragraphs).encode() + b"\n"
+
+
 @pytest.fixture(scope="module")
 def mailbox(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, set[int]]:
-    """The eleven messages of tests/data/search, the long one, and three short ones holding WORD."""
+    """The eleven messages of tests/data/search, the long one, three short ones holding WORD and
+    one holding WORD and OTHER in different chunks."""
     home = build_mailbox(tmp_path_factory.mktemp("long"))
     folder = home / "more"
     folder.mkdir()
     (folder / "long.eml").write_bytes(_long_message())
+    (folder / "spread.eml").write_bytes(_spread_message())
     for n in range(3):
         (folder / f"short-{n}.eml").write_bytes(token_message(WORD, n))
     cfg = config_for(home, model="concept")
@@ -88,6 +105,20 @@ def test_a_lookup_of_the_long_messages_own_word_ranks_it_first(mailbox: tuple[Pa
     assert [h.id for h in r.hits][:1] == [long_id], [(h.id, h.subject) for h in r.hits]
     keyword = next(t for t in r.explain.retrievers if t.retriever == "keyword")
     assert keyword.cut == 0  # every message holding the word was read: the list is whole
+
+
+def test_a_lookup_spread_over_chunks_finds_its_message_past_the_long_one(
+    mailbox: tuple[Path, int, set[int]],
+) -> None:
+    """The long message holds both words in every chunk, so the chunks holding either word that
+    a lookup reads for a message holding them in different chunks are all the long message's."""
+    home, long_id, _ = mailbox
+    with Store(home / "raw.db", readonly=True) as store:
+        metas = store.metas(store.all_message_ids())
+    spread = next(i for i, m in metas.items() if m.message_id == "spread@oaken.test")
+    assert indexer_chunks(home / "index.db", spread) >= 3
+    r = search(f"{WORD} {OTHER}", limit=10, retrievers=("keyword",), config=config_for(home, model="concept", **SETTINGS))
+    assert [h.id for h in r.hits][:2] == [long_id, spread], [(h.id, h.subject) for h in r.hits]
 
 
 def test_the_meaning_list_holds_more_than_the_long_message(mailbox: tuple[Path, int, set[int]]) -> None:

@@ -141,9 +141,10 @@ def keyword(
         admitted += [c for c in found if c.message in kept]
     total = len(plan.clauses)
     spread: list[_Candidate] = []
+    spread_whole = True  # every chunk holding one of a spread lookup's words was read
     # only once every one-chunk match is listed, so that the list is the same prefix at any depth
     if plan.spread and len(admitted) < want and exhausted:
-        spread = _spread(
+        spread, spread_whole = _spread(
             index,
             store,
             plan,
@@ -175,8 +176,9 @@ def keyword(
     trace = RetrieverTrace(
         "keyword", "ok", plan.expression, rounds, asked, len(ranked), round((time.perf_counter() - start) * 1000, 2)
     )
-    # cut short: more matches lay past the chunks read (a lookup's words across chunks: its quota met)
-    cut = not exhausted or (bool(spread) and len(ranked) >= want)
+    # cut short: more matches lay past the chunks read (a lookup's words across chunks: its quota
+    # met, or its chunks read only to max_candidates and past rounds)
+    cut = not exhausted or (bool(spread) and len(ranked) >= want) or not spread_whole
     return RetrieverResult("keyword", ranked, trace, cut=cut)
 
 
@@ -281,43 +283,63 @@ def _spread(
     cfg: SearchConfig,
     have: set[int],
     details: bool = True,
-) -> list[_Candidate]:
+) -> tuple[list[_Candidate], bool]:
     """A lookup whose words are in different chunks of one message: chunks holding any of the words,
     kept when their message holds every clause somewhere. Ranked after every one-chunk match;
-    `want` more are sought."""
+    `want` more are sought. Also whether every chunk holding one of the words was read."""
     if not all(index.matches_anything(" OR ".join(alts)) for alts in plan.alternatives):
-        return []  # a word found nowhere: ranking the others' chunks would be wasted
+        return [], True  # a word found nowhere: ranking the others' chunks would be wasted
     asked = min(max(want * cfg.overfetch, want, 1), cfg.max_candidates)
     texts = [t for alts in plan.alternatives for t in alts]
-    everything = frozenset(range(len(plan.alternatives)))
-    # Ranked once, as deep as the widening may go: FTS5 scores every match at any depth, and the
-    # best `asked` are the first `asked` of the deeper list. Re-ranking for each round cost five
-    # rankings of a common OR (10,000 messages: 87 ms of a 0.23 s lookup).
-    deepest, found = _query_counted(index, plan.spread, cons, cfg.max_candidates, details=details)
     present: dict[int, frozenset[str]] = {}
-    while True:  # widens like the one-chunk matches: a message is listed once one of its chunks is read
-        hits, exhausted = deepest[:asked], all(n < asked for n in found)
-        candidates = [c for c in _collapse(hits, plan) if c.message not in have]
+
+    def holding(candidates: list[_Candidate]) -> list[_Candidate]:
+        """Those whose message holds every clause somewhere, in their order."""
         unknown = [c.message for c in candidates if c.message not in present]
         if unknown:
             held = index.expressions_present(unknown, texts)
             present.update({m: held.get(m, frozenset()) for m in unknown})
-        whole = [
+        return [
             c
             for c in candidates
             if all(any(t in present.get(c.message, ()) for t in alts) for alts in plan.alternatives)
         ]
+
+    # Ranked once, as deep as the widening may go: FTS5 scores every match at any depth, and the
+    # best `asked` are the first `asked` of the deeper list. Re-ranking for each round cost five
+    # rankings of a common OR (10,000 messages: 87 ms of a 0.23 s lookup).
+    deepest, found = _query_counted(index, plan.spread, cons, cfg.max_candidates, details=details)
+    while True:  # widens like the one-chunk matches: a message is listed once one of its chunks is read
+        hits, exhausted = deepest[:asked], all(n < asked for n in found)
+        whole = holding([c for c in _collapse(hits, plan) if c.message not in have])
         kept = set(cons.admit(index, store, [c.message for c in whole], phrases_checked=True))
         if len(kept) >= want or exhausted or asked >= cfg.max_candidates:
             break
         asked = min(asked * 2, cfg.max_candidates)
-    # by each message's best chunk read (hits come best first, ties by chunk id): unlike the graded
-    # order, the same prefix at any depth
+    out = _first_read(hits, [c for c in whole if c.message in kept], plan)
+    # the chunks read may hold few messages (long ones: see `keyword`): read the others past the cap
+    seen = have | {h.message for h in hits}
+    for _ in range(PAST_ROUNDS):
+        if len(out) >= want or exhausted or len(seen - have) >= want:
+            break
+        more, found = _query_counted(index, plan.spread, _past(cons, seen), cfg.max_candidates, details=details)
+        exhausted = all(n < cfg.max_candidates for n in found)
+        seen |= {h.message for h in more}
+        whole = holding(_collapse(more, plan))
+        kept = set(cons.admit(index, store, [c.message for c in whole], phrases_checked=True))
+        out += _first_read(more, [c for c in whole if c.message in kept], plan)
+    return out, exhausted
+
+
+def _first_read(hits: Sequence[KeywordChunkHit], whole: list[_Candidate], plan: MatchPlan) -> list[_Candidate]:
+    """By each message's best chunk read (hits come best first, ties by chunk id): unlike the graded
+    order, the same prefix at any depth."""
+    everything = frozenset(range(len(plan.alternatives)))
     first: dict[int, int] = {}
     for i, h in enumerate(hits):
         first.setdefault(h.message, i)
-    whole.sort(key=lambda c: first[c.message])
-    return [_Candidate(c.message, c.best, everything, c.best_held, c.others) for c in whole if c.message in kept]
+    whole = sorted(whole, key=lambda c: first[c.message])
+    return [_Candidate(c.message, c.best, everything, c.best_held, c.others) for c in whole]
 
 
 UNREAD_POOL = 20_000  # up to this many unread messages, is:unread lists them from raw.db's list
