@@ -32,6 +32,10 @@ STATE_FILE = "state.json"
 REBUILDING_FILE = "rebuilding.json"
 CURSOR_FILE = "raw_seq.json"
 LAST_PASS_FILE = "last_pass.json"
+# last_pass.json's format; a record of another is not trusted. 2: its raw_seq is where index.db
+# stood when the pass read its chunks (1 said raw.db's, ahead of index.db after a sync: the
+# messages between were never embedded; the first pass after an upgrade compares every row).
+LAST_PASS_VERSION = 2
 
 
 def vectors_path(data_dir: Path) -> Path:
@@ -143,6 +147,7 @@ def read_last_pass(data_dir: Path, config: Config) -> dict | None:
         return None
     ok = (
         isinstance(record, dict)
+        and record.get("version") == LAST_PASS_VERSION
         and record.get("settings") == _settings(config)
         and isinstance(record.get("fingerprint"), dict)
     )
@@ -153,6 +158,7 @@ def write_last_pass(
     data_dir: Path, config: Config, fp: Fingerprint, raw_seq: int, index_state: tuple[int, int, int, str], chunks: int
 ) -> None:
     record = {
+        "version": LAST_PASS_VERSION,
         "settings": _settings(config),
         "fingerprint": json.loads(fp.key()),
         "raw_seq": raw_seq,
