@@ -110,6 +110,8 @@ def test_filtered_lists_hold_the_same_messages(home: Path, expr: str) -> None:
         KeywordFilters(after=dates[len(dates) // 2]),
         KeywordFilters(before=dates[len(dates) // 10]),  # rare: widened, or ranked by FTS5
         KeywordFilters(senders=("lay",)),
+        # the rounds past a long message (oaken.search.retrievers PAST_ROUNDS): a must-not in Tantivy
+        KeywordFilters(exclude_ids=frozenset(h.message for h in _query(home, "fts5", expr, KeywordFilters(), 40))),
     ):
         every = {(h.chunk, h.message) for h in _query(home, "fts5", expr, filters, 100_000)}
         mine = _query(home, "tantivy", expr, filters, 100_000)
@@ -301,6 +303,17 @@ def test_a_rebuilt_index_db_comes_with_its_text_index(tmp_path: Path, monkeypatc
     assert text_dir(home) != old and not old.exists()
     assert text_dir(home).stat().st_mode & 0o777 == 0o700  # private, as index.db is
     assert _ranker(home).ranked(quote("enron"), 5)[0]
+
+
+def test_the_messages_left_out_are_left_out_by_tantivy_with_the_same_scores(home: Path) -> None:
+    """Not by index.db's filter on a list grown past their chunks: one search, nothing else moves."""
+    ranker = _ranker(home)
+    expr = quote("enron")
+    whole, _ = ranker.ranked(expr, 10_000)
+    out = frozenset(m for _, m, _ in whole[:30])
+    left, _ = ranker.ranked(expr, 50, out)
+    assert left and not out & {m for _, m, _ in left}
+    assert left == [h for h in whole if h[1] not in out][:50]
 
 
 def test_a_failing_tantivy_search_is_answered_by_fts5(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -183,7 +183,7 @@ class KeywordIndex(IndexFigures, Listing, StoredReads, ChunkDetails, TextRanking
         merged with another list's from FTS5 must be FTS5's too: the two BM25s differ)."""
         conds, params, subject = filter_sql(filters)
         expr, n_subject = self._expression(match, subject, filters)
-        first = self._text_first(expr, conds, params, limit) if self._text and text else None
+        first = self._text_first(expr, conds, params, limit, filters.exclude_ids) if self._text and text else None
         if first is not None and details and not snippets and not columns:
             held = self._text_held(expr, [r[0] for r in first[0]], n_subject)
             if held is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Collection, Sequence
 
 import tantivy
 
@@ -30,11 +30,15 @@ class Ranker:
         self._tokens = Tokens()
         self._quoted = quoted_weight
 
-    def ranked(self, expr: str, k: int) -> tuple[list[tuple[int, int, float]], bool]:
-        """The best `k` chunks, best first, and whether they are every match. `k` is held to the
+    def ranked(self, expr: str, k: int, exclude: Collection[int] = ()) -> tuple[list[tuple[int, int, float]], bool]:
+        """The best `k` chunks, best first, and whether they are every match; none of the messages
+        in `exclude` (a must-not: the scores of the others do not change). `k` is held to the
         number of documents (a page far past the end asks for more than there are: Tantivy would
         reserve room for all of them)."""
         query = Compiler(self._index.schema, self._tokens, self._quoted).compile(expr)
+        if exclude:
+            left_out = tantivy.Query.term_set_query(self._index.schema, "message", sorted(exclude))
+            query = tantivy.Query.boolean_query([(tantivy.Occur.Must, query), (tantivy.Occur.MustNot, left_out)])
         every = self._searcher.num_docs
         k = max(1, min(k, every))
         found = self._searcher.search(query, k, count=False).hits

@@ -51,11 +51,13 @@ class TextRanking:
         raise NotImplementedError  # figures.py's
 
     def _text_first(
-        self, expr: str, conds: list[str], params: list[object], limit: int
+        self, expr: str, conds: list[str], params: list[object], limit: int, exclude: frozenset[int] = frozenset()
     ) -> tuple[list[tuple], int | None] | None:
         """As reader._ranked_first: the filtered best `limit` chunks as (chunk, message, rank) with
         rank = -score, and how many match when every one was ranked; None to rank with FTS5 (no
-        text index level with this index.db, or a filter too rare for the widened list)."""
+        text index level with this index.db, or a filter too rare for the widened list).
+        `exclude`: messages the text index leaves out itself (a search's rounds past a long
+        message: filtered by index.db instead, the list grew past that message's every chunk)."""
         found = self._text_ranker()
         if found is None:
             return None
@@ -63,7 +65,7 @@ class TextRanking:
         last = max(limit, 1) * LAST
         where = "".join(" AND " + c for c in conds)
         while True:
-            asked = self._text_ask(functools.partial(found.ranked, expr, k), "ranked with FTS5")
+            asked = self._text_ask(functools.partial(found.ranked, expr, k, exclude), "ranked with FTS5")
             if asked is None:
                 return None
             hits, complete = asked
