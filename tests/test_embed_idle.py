@@ -81,8 +81,24 @@ def test_nothing_changed_or_fields_only_load_no_model(own_search_mailbox: Path, 
     assert vector_files.read_last_pass(own_search_mailbox, other) is None  # another model: its own check
 
 
-def test_a_pass_that_read_raw_db_ahead_of_index_db_leaves_the_rest_to_the_next(own_search_mailbox: Path,
-                                                                               tmp_path: Path) -> None:
+def _count_whole_plans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each pass that compared every row with every chunk (12 s at a million messages)."""
+    from oaken.index import vector_plan
+
+    calls: list[int] = []
+    real = vector_plan.whole_plan
+
+    def counting(*args: object, **kw: object) -> object:
+        calls.append(1)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vector_plan, "whole_plan", counting)
+    return calls
+
+
+def test_a_pass_that_read_raw_db_ahead_of_index_db_leaves_the_rest_to_the_next(
+    own_search_mailbox: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The daemon's case: sync stores mail while a vector pass loads its model, so the pass reads
     raw.db's seq past what index.db has indexed. It embeds index.db's chunks; the next pass, after
     the keyword pass, must embed the new messages (it followed raw.db's feed from the seq the first
@@ -97,13 +113,50 @@ def test_a_pass_that_read_raw_db_ahead_of_index_db_leaves_the_rest_to_the_next(o
     behind = embedding.embed_pending(cfg)  # index.db behind raw.db: its chunks are all embedded
     assert (behind.embedded, behind.pending) == (0, 0)
     indexer.update(cfg, keyword_only=True)
+    plans = _count_whole_plans(monkeypatch)
     caught_up = embedding.embed_pending(cfg)
     assert caught_up.embedded >= 3 and caught_up.pending == 0
+    assert plans == []  # found by following raw.db's feed from the record, not by reading every row
     store = VectorStore(own_search_mailbox)
     with KeywordIndex(own_search_mailbox) as index:
         wanted = index.chunk_ids("embedded")
     assert set(store.chunk_messages()) == wanted  # every body chunk has its vector
     assert embedding.embed_pending(cfg).embedded == 0  # and the record now says so
+
+
+def test_a_stopped_pass_is_finished_from_the_feed(own_search_mailbox: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon stopped in the middle of embedding new mail: the next pass embeds the rest,
+    following raw.db's feed from the last complete pass rather than reading every row."""
+    import threading
+
+    cfg = config_for(own_search_mailbox, model="concept")
+    indexer.reindex(cfg)
+    new = tmp_path / "extra"
+    new.mkdir()
+    for n in range(4):
+        (new / f"token-{n}.eml").write_bytes(token_message(f"zeppelin{n}", n))
+    api.import_mail([new], account=ACCOUNT, config=cfg)
+    indexer.update(cfg, keyword_only=True)
+    stop = threading.Event()
+    monkeypatch.setattr(embedding, "STOPPABLE_WINDOW_CHUNKS", 1)  # a window a message
+    real = embedding.embed_cached
+
+    def then_stop(*args: object, **kw: object) -> object:
+        stop.set()  # the daemon's SIGTERM while the first window is embedded
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(embedding, "embed_cached", then_stop)
+    first = embedding.embed_pending(cfg, stop=stop)
+    monkeypatch.setattr(embedding, "embed_cached", real)
+    assert first.pending > 0  # stopped with messages left
+    plans = _count_whole_plans(monkeypatch)
+    rest = embedding.embed_pending(cfg)
+    assert rest.embedded > 0 and rest.pending == 0 and plans == []
+    with KeywordIndex(own_search_mailbox) as index:
+        wanted = index.chunk_ids("embedded")
+    assert set(VectorStore(own_search_mailbox).chunk_messages()) == wanted
+    assert first.embedded + rest.embedded >= 4
 
 
 def test_a_record_of_the_old_format_is_not_trusted(own_search_mailbox: Path) -> None:

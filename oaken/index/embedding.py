@@ -213,8 +213,9 @@ def _embed(
         raw_seq = raw.seq()
         index_state = index.chunk_state()  # read before the chunks: a later change shows as a mismatch
         plan = None
-        if not rebuilt and not given and vector_plan.follows_on(data_dir, last, index_state, raw_seq, raw):
-            plan = vector_plan.changed_plan(store, index, raw, read_cursor(data_dir), raw_seq)
+        since = None if rebuilt or given else vector_plan.follows_on(data_dir, last, index_state, raw_seq, raw)
+        if since is not None:
+            plan = vector_plan.changed_plan(store, index, raw, since, raw_seq)
         if plan is None:
             plan = vector_plan.whole_plan(store, index, raw, read_cursor(data_dir), raw_seq, rebuilt)
         removed, refreshed, todo, has_rows, wanted_count = plan
