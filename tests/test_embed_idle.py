@@ -81,6 +81,18 @@ def test_nothing_changed_or_fields_only_load_no_model(own_search_mailbox: Path, 
     assert vector_files.read_last_pass(own_search_mailbox, other) is None  # another model: its own check
 
 
+def _embedded_then_new_mail(home: Path, tmp_path: Path, n: int) -> Config:
+    """The mailbox indexed and embedded, then `n` new messages imported into raw.db alone."""
+    cfg = config_for(home, model="concept")
+    indexer.reindex(cfg)
+    new = tmp_path / "extra"
+    new.mkdir()
+    for i in range(n):
+        (new / f"token-{i}.eml").write_bytes(token_message(f"zeppelin{i}", i))
+    api.import_mail([new], account=ACCOUNT, config=cfg)
+    return cfg
+
+
 def _count_whole_plans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Each pass that compared every row with every chunk (12 s at a million messages)."""
     from oaken.index import vector_plan
@@ -103,13 +115,7 @@ def test_a_pass_that_read_raw_db_ahead_of_index_db_leaves_the_rest_to_the_next(
     raw.db's seq past what index.db has indexed. It embeds index.db's chunks; the next pass, after
     the keyword pass, must embed the new messages (it followed raw.db's feed from the seq the first
     recorded and found nothing: 48 of 100 messages never embedded, the fault suite's real-model run)."""
-    cfg = config_for(own_search_mailbox, model="concept")
-    indexer.reindex(cfg)
-    new = tmp_path / "extra"
-    new.mkdir()
-    for n in range(3):
-        (new / f"token-{n}.eml").write_bytes(token_message(f"zeppelin{n}", n))
-    api.import_mail([new], account=ACCOUNT, config=cfg)  # raw.db only: no keyword pass yet
+    cfg = _embedded_then_new_mail(own_search_mailbox, tmp_path, 3)  # raw.db only: no keyword pass yet
     behind = embedding.embed_pending(cfg)  # index.db behind raw.db: its chunks are all embedded
     assert (behind.embedded, behind.pending) == (0, 0)
     indexer.update(cfg, keyword_only=True)
@@ -130,13 +136,7 @@ def test_a_stopped_pass_is_finished_from_the_feed(own_search_mailbox: Path, tmp_
     following raw.db's feed from the last complete pass rather than reading every row."""
     import threading
 
-    cfg = config_for(own_search_mailbox, model="concept")
-    indexer.reindex(cfg)
-    new = tmp_path / "extra"
-    new.mkdir()
-    for n in range(4):
-        (new / f"token-{n}.eml").write_bytes(token_message(f"zeppelin{n}", n))
-    api.import_mail([new], account=ACCOUNT, config=cfg)
+    cfg = _embedded_then_new_mail(own_search_mailbox, tmp_path, 4)
     indexer.update(cfg, keyword_only=True)
     stop = threading.Event()
     monkeypatch.setattr(embedding, "STOPPABLE_WINDOW_CHUNKS", 1)  # a window a message
