@@ -159,6 +159,34 @@ def test_a_stopped_pass_is_finished_from_the_feed(own_search_mailbox: Path, tmp_
     assert first.embedded + rest.embedded >= 4
 
 
+def test_a_rebuild_that_was_stopped_is_finished_whole(own_search_mailbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vectors/ dropped for a rebuild (another backend, a repair) and that pass stopped: the last
+    complete pass's record still matches raw.db and index.db, but the table is nearly empty; the
+    next pass must fill it again, not only the messages changed since the record."""
+    import threading
+
+    cfg = config_for(own_search_mailbox, model="concept")
+    indexer.reindex(cfg)
+    store = VectorStore(own_search_mailbox)
+    assert store.ensure(store.fingerprint(), rebuild=True, reason="test: a repair")
+    stop = threading.Event()
+    monkeypatch.setattr(embedding, "STOPPABLE_WINDOW_CHUNKS", 1)
+    real = embedding.embed_cached
+
+    def then_stop(*args: object, **kw: object) -> object:
+        stop.set()
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(embedding, "embed_cached", then_stop)
+    embedding.embed_pending(cfg, stop=stop)
+    monkeypatch.setattr(embedding, "embed_cached", real)
+    embedding.embed_pending(cfg)
+    with KeywordIndex(own_search_mailbox) as index:
+        wanted = index.chunk_ids("embedded")
+    assert set(VectorStore(own_search_mailbox).chunk_messages()) == wanted
+    assert not vector_files.rebuilding(own_search_mailbox)
+
+
 def test_a_record_of_the_old_format_is_not_trusted(own_search_mailbox: Path) -> None:
     """Records before LAST_PASS_VERSION 2 could say a store complete that missed messages (above):
     the first pass after the upgrade compares every row instead."""

@@ -213,7 +213,12 @@ def _embed(
         raw_seq = raw.seq()
         index_state = index.chunk_state()  # read before the chunks: a later change shows as a mismatch
         plan = None
-        since = None if rebuilt or given else vector_plan.follows_on(data_dir, last, index_state, raw_seq, raw)
+        if rebuilt:  # the record no longer describes vectors/: a pass stopped now must not trust it
+            forget_last_pass(data_dir)
+        # a table being filled again (a rebuild a stopped pass began) is compared whole: the
+        # record of the last complete pass may still match raw.db and index.db
+        whole = rebuilt or given or rebuilding(data_dir)
+        since = None if whole else vector_plan.follows_on(data_dir, last, index_state, raw_seq, raw)
         if since is not None:
             plan = vector_plan.changed_plan(store, index, raw, since, raw_seq)
         if plan is None:
