@@ -93,6 +93,23 @@ def _embedded_then_new_mail(home: Path, tmp_path: Path, n: int) -> Config:
     return cfg
 
 
+def _stopped_after_one_window(cfg: Config, monkeypatch: pytest.MonkeyPatch) -> embedding.EmbedReport:
+    """A pass stopped (the daemon's SIGTERM) while its first window, of one message, is embedded."""
+    import threading
+
+    stop = threading.Event()
+    real = embedding.embed_cached
+
+    def then_stop(*args: object, **kw: object) -> object:
+        stop.set()
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as m:
+        m.setattr(embedding, "STOPPABLE_WINDOW_CHUNKS", 1)
+        m.setattr(embedding, "embed_cached", then_stop)
+        return embedding.embed_pending(cfg, stop=stop)
+
+
 def _count_whole_plans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Each pass that compared every row with every chunk (12 s at a million messages)."""
     from oaken.index import vector_plan
@@ -134,21 +151,9 @@ def test_a_stopped_pass_is_finished_from_the_feed(own_search_mailbox: Path, tmp_
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The daemon stopped in the middle of embedding new mail: the next pass embeds the rest,
     following raw.db's feed from the last complete pass rather than reading every row."""
-    import threading
-
     cfg = _embedded_then_new_mail(own_search_mailbox, tmp_path, 4)
     indexer.update(cfg, keyword_only=True)
-    stop = threading.Event()
-    monkeypatch.setattr(embedding, "STOPPABLE_WINDOW_CHUNKS", 1)  # a window a message
-    real = embedding.embed_cached
-
-    def then_stop(*args: object, **kw: object) -> object:
-        stop.set()  # the daemon's SIGTERM while the first window is embedded
-        return real(*args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(embedding, "embed_cached", then_stop)
-    first = embedding.embed_pending(cfg, stop=stop)
-    monkeypatch.setattr(embedding, "embed_cached", real)
+    first = _stopped_after_one_window(cfg, monkeypatch)
     assert first.pending > 0  # stopped with messages left
     plans = _count_whole_plans(monkeypatch)
     rest = embedding.embed_pending(cfg)
@@ -163,23 +168,11 @@ def test_a_rebuild_that_was_stopped_is_finished_whole(own_search_mailbox: Path, 
     """vectors/ dropped for a rebuild (another backend, a repair) and that pass stopped: the last
     complete pass's record still matches raw.db and index.db, but the table is nearly empty; the
     next pass must fill it again, not only the messages changed since the record."""
-    import threading
-
     cfg = config_for(own_search_mailbox, model="concept")
     indexer.reindex(cfg)
     store = VectorStore(own_search_mailbox)
     assert store.ensure(store.fingerprint(), rebuild=True, reason="test: a repair")
-    stop = threading.Event()
-    monkeypatch.setattr(embedding, "STOPPABLE_WINDOW_CHUNKS", 1)
-    real = embedding.embed_cached
-
-    def then_stop(*args: object, **kw: object) -> object:
-        stop.set()
-        return real(*args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(embedding, "embed_cached", then_stop)
-    embedding.embed_pending(cfg, stop=stop)
-    monkeypatch.setattr(embedding, "embed_cached", real)
+    _stopped_after_one_window(cfg, monkeypatch)
     embedding.embed_pending(cfg)
     with KeywordIndex(own_search_mailbox) as index:
         wanted = index.chunk_ids("embedded")
