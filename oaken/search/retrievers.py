@@ -113,13 +113,18 @@ def keyword(
     lazy = not plan.question
     cons = as_of(cons, store, index.seq())
     asked = min(max(want * cfg.overfetch, want, 1), max(cfg.max_candidates, want))
+
+    def admitted_of(hits: Sequence[KeywordChunkHit]) -> list[_Candidate]:
+        """The messages of these chunks that hold enough clauses and pass every filter, in order."""
+        candidates = [c for c in _collapse(hits, plan, every=lazy) if len(c.held) >= plan.required]
+        kept = set(cons.admit(index, store, [c.message for c in candidates], phrases_checked=True))
+        return [c for c in candidates if c.message in kept]
+
     rounds = 0
     while True:
         rounds += 1
         hits, exhausted = _query(index, plan.expression, cons, asked, details=not lazy)
-        candidates = [c for c in _collapse(hits, plan, every=lazy) if len(c.held) >= plan.required]
-        kept = set(cons.admit(index, store, [c.message for c in candidates], phrases_checked=True))
-        admitted = [c for c in candidates if c.message in kept]
+        admitted = admitted_of(hits)
         if len(admitted) >= want or exhausted or asked >= cfg.max_candidates:
             break
         asked = min(asked * 2, cfg.max_candidates)
@@ -136,9 +141,7 @@ def keyword(
         rounds += 1
         more, exhausted = _query(index, plan.expression, _past(cons, seen), asked, details=not lazy)
         seen |= {h.message for h in more}
-        found = [c for c in _collapse(more, plan, every=lazy) if len(c.held) >= plan.required]
-        kept = set(cons.admit(index, store, [c.message for c in found], phrases_checked=True))
-        admitted += [c for c in found if c.message in kept]
+        admitted += admitted_of(more)
     total = len(plan.clauses)
     spread: list[_Candidate] = []
     spread_whole = True  # every chunk holding one of a spread lookup's words was read
@@ -291,18 +294,31 @@ def _spread(
         return [], True  # a word found nowhere: ranking the others' chunks would be wasted
     asked = min(max(want * cfg.overfetch, want, 1), cfg.max_candidates)
     texts = [t for alts in plan.alternatives for t in alts]
+    everything = frozenset(range(len(plan.alternatives)))
     present: dict[int, frozenset[str]] = {}
 
-    def holding(candidates: list[_Candidate]) -> list[_Candidate]:
-        """Those whose message holds every clause somewhere, in their order."""
+    def admitted_of(hits: Sequence[KeywordChunkHit]) -> list[_Candidate]:
+        """The messages of these chunks (not listed already) that hold every clause somewhere and
+        pass every filter, by the best chunk of each read (hits come best first, ties by chunk
+        id): unlike the graded order, the same prefix at any depth."""
+        candidates = [c for c in _collapse(hits, plan) if c.message not in have]
         unknown = [c.message for c in candidates if c.message not in present]
         if unknown:
             held = index.expressions_present(unknown, texts)
             present.update({m: held.get(m, frozenset()) for m in unknown})
-        return [
+        whole = [
             c
             for c in candidates
             if all(any(t in present.get(c.message, ()) for t in alts) for alts in plan.alternatives)
+        ]
+        kept = set(cons.admit(index, store, [c.message for c in whole], phrases_checked=True))
+        first: dict[int, int] = {}
+        for i, h in enumerate(hits):
+            first.setdefault(h.message, i)
+        return [
+            _Candidate(c.message, c.best, everything, c.best_held, c.others)
+            for c in sorted(whole, key=lambda c: first[c.message])
+            if c.message in kept
         ]
 
     # Ranked once, as deep as the widening may go: FTS5 scores every match at any depth, and the
@@ -311,12 +327,10 @@ def _spread(
     deepest, found = _query_counted(index, plan.spread, cons, cfg.max_candidates, details=details)
     while True:  # widens like the one-chunk matches: a message is listed once one of its chunks is read
         hits, exhausted = deepest[:asked], all(n < asked for n in found)
-        whole = holding([c for c in _collapse(hits, plan) if c.message not in have])
-        kept = set(cons.admit(index, store, [c.message for c in whole], phrases_checked=True))
-        if len(kept) >= want or exhausted or asked >= cfg.max_candidates:
+        out = admitted_of(hits)
+        if len(out) >= want or exhausted or asked >= cfg.max_candidates:
             break
         asked = min(asked * 2, cfg.max_candidates)
-    out = _first_read(hits, [c for c in whole if c.message in kept], plan)
     # the chunks read may hold few messages (long ones: see `keyword`): read the others past the cap
     seen = have | {h.message for h in hits}
     for _ in range(PAST_ROUNDS):
@@ -325,21 +339,8 @@ def _spread(
         more, found = _query_counted(index, plan.spread, _past(cons, seen), cfg.max_candidates, details=details)
         exhausted = all(n < cfg.max_candidates for n in found)
         seen |= {h.message for h in more}
-        whole = holding(_collapse(more, plan))
-        kept = set(cons.admit(index, store, [c.message for c in whole], phrases_checked=True))
-        out += _first_read(more, [c for c in whole if c.message in kept], plan)
+        out += admitted_of(more)
     return out, exhausted
-
-
-def _first_read(hits: Sequence[KeywordChunkHit], whole: list[_Candidate], plan: MatchPlan) -> list[_Candidate]:
-    """By each message's best chunk read (hits come best first, ties by chunk id): unlike the graded
-    order, the same prefix at any depth."""
-    everything = frozenset(range(len(plan.alternatives)))
-    first: dict[int, int] = {}
-    for i, h in enumerate(hits):
-        first.setdefault(h.message, i)
-    whole = sorted(whole, key=lambda c: first[c.message])
-    return [_Candidate(c.message, c.best, everything, c.best_held, c.others) for c in whole]
 
 
 UNREAD_POOL = 20_000  # up to this many unread messages, is:unread lists them from raw.db's list
