@@ -55,15 +55,16 @@ def _time(cfg, runs: int) -> tuple[float, float, dict[str, int]]:  # type: ignor
 
 
 def _both(label: str, cfg, runs: int) -> None:  # type: ignore[no-untyped-def]
-    from oaken.search import filters, retrievers
+    from oaken.search import filters, listing, retrievers
 
     real = filters.as_of
     w, c, hits = _time(cfg, runs)
-    retrievers.as_of = lambda cons, store, seq: cons  # the peer: index.db's copy trusted blindly
+    # the peer: index.db's copy trusted blindly
+    retrievers.as_of = listing.as_of = lambda cons, store, seq: cons  # type: ignore[assignment]
     try:
         pw, pc, phits = _time(cfg, runs)
     finally:
-        retrievers.as_of = real
+        retrievers.as_of = listing.as_of = real
     print(f"  {label:34} raw.db decides: wall p50 {w:6.2f} CPU {c:6.2f} | copy trusted: wall p50 {pw:6.2f} "
           f"CPU {pc:6.2f} | ratio {w / pw:4.2f}")
     print(f"  {'':34} hits {hits}" + ("" if hits == phits else f"; trusting the copy: {phits}"))

@@ -27,7 +27,7 @@ from oaken import extras, paths
 from oaken.config import Config
 from oaken.errors import IndexUnavailable, QueryError
 from oaken.index.keyword import KeywordIndex
-from oaken.search import filters, matching, retrievers, weighing
+from oaken.search import filters, listing, matching, retrievers, weighing
 from oaken.search import hits as hits_mod
 from oaken.search import query as query_mod
 from oaken.search.response_builder import PendingResponse, ms
@@ -312,7 +312,7 @@ def _keyword_side(
     try:
         with KeywordIndex(data_dir, cfg.index) as index:
             if plan is None:
-                return retrievers.newest(index, store, cons, want), False
+                return listing.newest(index, store, cons, want), False
             return retrievers.keyword(index, store, plan, cons, want, cfg.search, details=details), False
     except IndexUnavailable as e:
         warnings.append(str(e))
